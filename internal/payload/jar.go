@@ -85,7 +85,7 @@ type Options struct {
 // reached through a link, dangling links and link loops.
 func Open(fsys fs.FS, name string, opt Options) *JAR {
 	j := &JAR{Path: "/" + name}
-	target, info, err := resolve(fsys, name)
+	target, info, err := Resolve(fsys, name)
 	if err != nil {
 		j.Err = err
 		return j
@@ -455,11 +455,11 @@ func truncated(err error, what string) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// resolve follows symbolic links in name, component by component, within
+// Resolve follows symbolic links in name, component by component, within
 // fsys (absolute targets are taken from fsys's root), and returns a name
 // with no links left and what it names. Names in file systems without links
 // are returned as they are.
-func resolve(fsys fs.FS, name string) (string, fs.FileInfo, error) {
+func Resolve(fsys fs.FS, name string) (string, fs.FileInfo, error) {
 	rl, ok := fsys.(fs.ReadLinkFS)
 	if !ok {
 		info, err := fs.Stat(fsys, name)

@@ -1,0 +1,248 @@
+package admission
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// Facts is everything admission decides on. The host package gathers it;
+// Decide reads nothing else.
+type Facts struct {
+	LibDir    string         // absolute
+	LibErr    error          // lib is missing or cannot be listed: nothing else was read
+	Classpath []*payload.JAR // every *.jar below lib, in classpath order
+	Usrlib    []*payload.JAR // job JARs beside lib
+	Plugins   []*payload.JAR // JARs below plugins/
+
+	JDK      JDK
+	Platform Platform
+	Strict   bool
+}
+
+// JDK is the host JDK as found.
+type JDK struct {
+	Version string // JAVA_VERSION of the release file, raw
+	Source  string // the release file it came from
+	Err     error  // no JDK found or its release file unreadable
+}
+
+// Platform is the host platform.
+type Platform struct {
+	OS   string // linux
+	Arch string // x86_64, aarch64 (uname -m, arm64 normalised)
+	// Libc is glibc, musl or unknown; Evidence is the loader path that
+	// showed it, or what was looked for.
+	Libc     string
+	Evidence string
+}
+
+// Name is the platform as StreamFusion-Native-Platforms spells it.
+func (p Platform) Name() string { return p.OS + "-" + p.Arch }
+
+// Severity of a finding.
+type Severity string
+
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+)
+
+// Finding is one rule's verdict on one subject.
+type Finding struct {
+	Rule     string   `json:"rule"`
+	Severity Severity `json:"severity"`
+	Path     string   `json:"path,omitempty"`
+	Message  string   `json:"message"`
+	Found    string   `json:"found"`
+	Required string   `json:"required"`
+	Fix      string   `json:"fix"`
+	// Strict is set on a warning raised to an error by STREAMFUSION_STRICT.
+	Strict bool `json:"strict,omitempty"`
+}
+
+// Decision is the outcome of admission.
+type Decision struct {
+	Findings []Finding `json:"findings"`
+
+	Flink    string      `json:"flink,omitempty"` // the planner's version
+	Line     string      `json:"line,omitempty"`  // known only for a release in the matrix
+	Support  Support     `json:"support,omitempty"`
+	JDK      string      `json:"jdk,omitempty"`
+	Platform string      `json:"platform"`
+	Libc     string      `json:"libc"`
+	Payloads []*Identity `json:"payloads"` // in classpath order
+}
+
+// Admitted reports whether no finding is an error.
+func (d *Decision) Admitted() bool { return len(d.Errors()) == 0 }
+
+// Errors returns the findings that refuse the start.
+func (d *Decision) Errors() []Finding { return d.by(Error) }
+
+// Warnings returns the findings that are only logged.
+func (d *Decision) Warnings() []Finding { return d.by(Warning) }
+
+func (d *Decision) by(s Severity) []Finding {
+	var out []Finding
+	for _, f := range d.Findings {
+		if f.Severity == s {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// view is the facts with what every rule needs derived once.
+type view struct {
+	*Facts
+	ids     []*Identity // StreamFusion content on the classpath, in order
+	byPath  map[string]*Identity
+	planner []*payload.JAR
+	scala   []*payload.JAR // flink-table-planner_2.1x
+	dists   []*payload.JAR
+
+	flink   string   // planner version
+	release *Release // nil when unknown
+	java    *JavaVersion
+
+	loader   *Identity // the one valid loader, if exactly one
+	embedded *Identity // its embedded core, if readable
+	core     *Identity // the one runtime core, if exactly one
+}
+
+var (
+	rePlannerLoader = regexp.MustCompile(`^flink-table-planner-loader-.*\.jar$`)
+	rePlannerScala  = regexp.MustCompile(`^flink-table-planner_2\.1[0-9]-.*\.jar$`)
+	reDist          = regexp.MustCompile(`^flink-dist.*\.jar$`)
+)
+
+func newView(f *Facts) *view {
+	v := &view{Facts: f, byPath: map[string]*Identity{}}
+	for _, j := range f.Classpath {
+		name := path.Base(j.Path)
+		switch {
+		case rePlannerLoader.MatchString(name):
+			v.planner = append(v.planner, j)
+		case rePlannerScala.MatchString(name):
+			v.scala = append(v.scala, j)
+		case reDist.MatchString(name):
+			v.dists = append(v.dists, j)
+		}
+		if id := Identify(j); id != nil {
+			v.ids = append(v.ids, id)
+			v.byPath[j.Path] = id
+		}
+	}
+	if all := append(append([]*payload.JAR(nil), v.planner...), v.scala...); len(all) == 1 && all[0].Err == nil {
+		v.flink = manifestValue(all[0], "Implementation-Version")
+		v.release = Lookup(v.flink)
+	}
+	if f.JDK.Err == nil {
+		if jv, err := ParseJava(f.JDK.Version); err == nil {
+			v.java = &jv
+		}
+	}
+	var loaders []*Identity
+	var cores []*Identity
+	for _, id := range v.ids {
+		switch {
+		case id.Kind == KindLoader:
+			loaders = append(loaders, id)
+		case id.Kind == KindCore:
+			cores = append(cores, id)
+		}
+	}
+	if len(loaders) == 1 && loaders[0].Valid() {
+		v.loader = loaders[0]
+		if j := v.jar(v.loader.Path); j.Nested != nil && j.Nested.Err == nil {
+			v.embedded = Identify(j.Nested)
+		}
+	}
+	if len(cores) == 1 && cores[0].Valid() {
+		v.core = cores[0]
+	}
+	return v
+}
+
+func (v *view) jar(p string) *payload.JAR {
+	for _, j := range v.Classpath {
+		if j.Path == p {
+			return j
+		}
+	}
+	return nil
+}
+
+func (v *view) line() string {
+	if v.release == nil {
+		return ""
+	}
+	return v.release.Line
+}
+
+func (v *view) hostText() string {
+	if v.release == nil {
+		return "Flink " + or(v.flink, "(unknown)")
+	}
+	return fmt.Sprintf("Flink %s (line %s)", v.flink, v.release.Line)
+}
+
+func manifestValue(j *payload.JAR, name string) string {
+	if j == nil || j.Manifest == nil {
+		return ""
+	}
+	s, _ := j.Manifest.Get(name)
+	return s
+}
+
+// Decide applies every rule to the facts and returns all findings, errors
+// first in rule-table order, then warnings.
+func Decide(f *Facts) *Decision {
+	v := newView(f)
+	d := &Decision{Flink: v.flink, Platform: f.Platform.Name(), Libc: f.Platform.Libc, Payloads: v.ids}
+	if v.release != nil {
+		d.Line, d.Support = v.release.Line, v.release.Support
+	}
+	if v.java != nil {
+		d.JDK = v.java.Raw
+	}
+	if f.LibErr != nil {
+		d.Findings = []Finding{{Rule: libRule.ID, Severity: Error, Path: f.LibDir, Message: "Flink's lib directory cannot be read",
+			Found: f.LibErr.Error(), Required: "a readable lib directory (FLINK_LIB_DIR, else $FLINK_HOME/lib)",
+			Fix: "set FLINK_HOME or FLINK_LIB_DIR to the Flink distribution's directory"}}
+		return d
+	}
+	var warnings []Finding
+	for _, r := range Rules {
+		for _, fd := range r.check(v) {
+			fd.Rule, fd.Severity = r.ID, r.Severity
+			if fd.Severity == Warning && f.Strict {
+				fd.Severity, fd.Strict = Error, true
+			}
+			if fd.Severity == Warning {
+				warnings = append(warnings, fd)
+			} else {
+				d.Findings = append(d.Findings, fd)
+			}
+		}
+	}
+	d.Findings = append(d.Findings, warnings...)
+	return d
+}
+
+// Text renders a finding for people, in one line:
+// "path: message (found X; required Y). Fix: Z".
+func (f Finding) Text() string {
+	var b strings.Builder
+	if f.Path != "" {
+		b.WriteString(f.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(f.Message)
+	fmt.Fprintf(&b, " (found %s; required %s). Fix: %s", f.Found, f.Required, f.Fix)
+	return b.String()
+}

@@ -1,0 +1,647 @@
+package admission
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// Rule is one named check. Rules are data: the table below is the rule
+// catalogue that `streamfusion rules` prints and the README is made from.
+type Rule struct {
+	ID       string
+	Severity Severity
+	Doc      string
+	check    func(*view) []Finding
+}
+
+// libRule is checked before all others: without lib nothing else is known.
+var libRule = Rule{"host-lib", Error, "Flink's lib directory is missing or cannot be listed.", nil}
+
+// Catalogue returns every rule, host-lib first.
+func Catalogue() []Rule { return append([]Rule{libRule}, Rules...) }
+
+// Rules is the rule table, in the order findings are reported.
+var Rules = []Rule{
+	{"host-planner-missing", Error, "lib holds no Flink planner JAR (flink-table-planner-loader-*.jar or flink-table-planner_2.1x-*.jar).", plannerMissing},
+	{"host-planner-both", Error, "lib holds both the planner loader and the flink-table-planner_2.1x JAR.", plannerBoth},
+	{"host-planner-several", Error, "lib holds more than one planner JAR of the same kind.", plannerSeveral},
+	{"host-planner-unversioned", Error, "The planner JAR's manifest has no Implementation-Version.", plannerUnversioned},
+	{"host-planner-abi", Error, "The planner's Flink release is not in the support matrix: its planner ABI is unknown.", plannerABI},
+	{"host-dist-missing", Error, "lib holds no flink-dist*.jar.", distMissing},
+	{"host-dist-duplicate", Error, "lib holds more than one flink-dist*.jar.", distDuplicate},
+	{"host-dist-unversioned", Error, "flink-dist carries neither .flink-runtime.version.properties project.version nor Implementation-Version.", distUnversioned},
+	{"host-dist-mixed", Error, "flink-dist and the planner come from different Flink releases.", distMixed},
+	{"host-jdk-missing", Error, "No JDK found: neither $JAVA_HOME/release nor a java on PATH with a release file beside it.", jdkMissing},
+	{"host-jdk-unparseable", Error, "The JDK release file's JAVA_VERSION cannot be read.", jdkUnparseable},
+	{"host-jdk-unsupported", Error, "The JDK's major version is not one StreamFusion supports (11 or 17).", jdkUnsupported},
+	{"host-platform", Error, "A payload with native libraries has none for the host platform (StreamFusion-Native-Platforms).", hostPlatform},
+	{"host-libc", Error, "A payload with native libraries runs on a host whose libc is musl or unknown; the libraries need glibc.", hostLibc},
+	{"loader-missing", Error, "lib holds no StreamFusion loader payload.", loaderMissing},
+	{"loader-duplicate", Error, "lib holds more than one StreamFusion loader payload.", loaderDuplicate},
+	{"loader-embedded-missing", Error, "The loader declares no embedded core, or the entry it names is absent.", embeddedMissing},
+	{"loader-embedded-unreadable", Error, "The loader's embedded core is not a readable JAR.", embeddedUnreadable},
+	{"loader-embedded-mismatch", Error, "The embedded core differs from the loader in line, version or module identity.", embeddedMismatch},
+	{"core-missing", Error, "lib holds no StreamFusion runtime core payload.", coreMissing},
+	{"core-duplicate", Error, "lib holds more than one StreamFusion runtime core payload.", coreDuplicate},
+	{"core-mismatch", Error, "The runtime core differs from the loader in line or version.", coreMismatch},
+	{"core-build-mismatch", Error, "The runtime core and the loader's embedded core come from different builds (Build-Id).", coreBuild},
+	{"payload-unversioned", Error, "A JAR holds StreamFusion content but no StreamFusion-Payload marker.", payloadUnversioned},
+	{"payload-malformed", Error, "A payload's StreamFusion attributes are missing or malformed.", payloadMalformed},
+	{"payload-identity", Error, "A payload's group, artifactId, module and kind do not fit together.", payloadIdentity},
+	{"payload-line", Error, "A payload is built for another Flink line than the host's.", payloadLine},
+	{"payload-version", Error, "A payload's release differs from the loader's.", payloadVersion},
+	{"payload-jdk", Error, "A payload needs a newer JDK than the host's (Java-Release, Java-Runtime).", payloadJDK},
+	{"payload-duplicate-module", Error, "The same StreamFusion module is installed more than once (a renamed copy, for example).", payloadDuplicate},
+	{"layout-usrlib", Error, "A job JAR in usrlib bundles StreamFusion content.", layoutUsrlib},
+	{"layout-logging", Error, "A StreamFusion payload bundles logging API classes (org/slf4j/).", layoutLogging},
+	{"layout-paimon-order", Error, "streamfusion-paimon comes after a paimon-flink-* JAR on the classpath; Paimon takes the first format factory it finds.", layoutPaimon},
+	{"layout-unreadable-jar", Error, "A *.jar is not a regular file or not a readable ZIP archive.", layoutUnreadable},
+	{"line-experimental", Warning, "The host runs the experimental Flink 1.18 line.", lineExperimental},
+	{"requires-missing", Warning, "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", requiresMissing},
+	{"stock-requires-missing", Warning, "A stock JAR named in StreamFusion-Stock-Requires is not in lib.", stockMissing},
+	{"plugins-payload", Warning, "A StreamFusion payload sits in plugins/, where it loads in isolation and never accelerates.", pluginsPayload},
+}
+
+func one(f Finding) []Finding { return []Finding{f} }
+
+func paths(js []*payload.JAR) string {
+	var ps []string
+	for _, j := range js {
+		ps = append(ps, j.Path)
+	}
+	return strings.Join(ps, ", ")
+}
+
+func idPaths(ids []*Identity) string {
+	var ps []string
+	for _, id := range ids {
+		ps = append(ps, id.Path)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// Host rules.
+
+func plannerMissing(v *view) []Finding {
+	if len(v.planner)+len(v.scala) > 0 {
+		return nil
+	}
+	return one(Finding{Path: v.LibDir, Message: "no Flink planner JAR in lib",
+		Found:    "no flink-table-planner-loader-*.jar or flink-table-planner_2.1x-*.jar",
+		Required: "exactly one planner JAR of Flink " + MatrixText(),
+		Fix:      "use an unmodified Flink image, which keeps flink-table-planner-loader-<version>.jar in lib"})
+}
+
+func plannerBoth(v *view) []Finding {
+	if len(v.planner) == 0 || len(v.scala) == 0 {
+		return nil
+	}
+	return one(Finding{Path: v.LibDir, Message: "both Flink planners in lib",
+		Found:    paths(append(append([]*payload.JAR(nil), v.planner...), v.scala...)),
+		Required: "either the planner loader or flink-table-planner_2.1x, not both",
+		Fix:      "remove one; to use the Scala planner, move flink-table-planner-loader out of lib, as Flink's docs describe"})
+}
+
+func plannerSeveral(v *view) []Finding {
+	var out []Finding
+	for _, group := range [][]*payload.JAR{v.planner, v.scala} {
+		if len(group) > 1 {
+			out = append(out, Finding{Path: v.LibDir, Message: fmt.Sprintf("%d planner JARs of the same kind in lib", len(group)),
+				Found: paths(group), Required: "exactly one planner JAR",
+				Fix: "keep the one of the image's Flink release and remove the others"})
+		}
+	}
+	return out
+}
+
+func (v *view) thePlanner() *payload.JAR {
+	if all := append(append([]*payload.JAR(nil), v.planner...), v.scala...); len(all) == 1 && all[0].Err == nil {
+		return all[0]
+	}
+	return nil
+}
+
+func plannerUnversioned(v *view) []Finding {
+	p := v.thePlanner()
+	if p == nil || v.flink != "" {
+		return nil
+	}
+	return one(Finding{Path: p.Path, Message: "the planner JAR does not say which Flink release it is",
+		Found: "no Implementation-Version in META-INF/MANIFEST.MF", Required: "Implementation-Version of Flink " + MatrixText(),
+		Fix: "restore the planner JAR of the image's Flink distribution"})
+}
+
+func plannerABI(v *view) []Finding {
+	p := v.thePlanner()
+	if p == nil || v.flink == "" || v.release != nil {
+		return nil
+	}
+	return one(Finding{Path: p.Path, Message: "unknown Flink planner ABI: Flink " + v.flink + " is not a release StreamFusion is built for",
+		Found: "Flink " + v.flink, Required: "Flink " + MatrixText(),
+		Fix: "build the image FROM a supported Flink release, or install the StreamFusion release built for Flink " + v.flink + " if one exists"})
+}
+
+func distMissing(v *view) []Finding {
+	if len(v.dists) > 0 {
+		return nil
+	}
+	return one(Finding{Path: v.LibDir, Message: "no flink-dist JAR in lib", Found: "no flink-dist*.jar",
+		Required: "exactly one flink-dist-<version>.jar", Fix: "use an unmodified Flink image; FLINK_LIB_DIR or FLINK_HOME may point at the wrong directory"})
+}
+
+func distDuplicate(v *view) []Finding {
+	if len(v.dists) < 2 {
+		return nil
+	}
+	return one(Finding{Path: v.LibDir, Message: fmt.Sprintf("%d flink-dist JARs in lib", len(v.dists)), Found: paths(v.dists),
+		Required: "exactly one flink-dist-<version>.jar", Fix: "remove the flink-dist JARs that do not belong to the image's Flink release"})
+}
+
+func distVersion(j *payload.JAR) string {
+	if s := j.Properties["project.version"]; s != "" {
+		return s
+	}
+	return manifestValue(j, "Implementation-Version")
+}
+
+func (v *view) theDist() *payload.JAR {
+	if len(v.dists) == 1 && v.dists[0].Err == nil {
+		return v.dists[0]
+	}
+	return nil
+}
+
+func distUnversioned(v *view) []Finding {
+	d := v.theDist()
+	if d == nil || distVersion(d) != "" {
+		return nil
+	}
+	return one(Finding{Path: d.Path, Message: "flink-dist does not say which Flink release it is",
+		Found:    "no project.version in .flink-runtime.version.properties and no Implementation-Version",
+		Required: "a versioned flink-dist of the planner's release", Fix: "restore the flink-dist JAR of the image's Flink distribution"})
+}
+
+func distMixed(v *view) []Finding {
+	d := v.theDist()
+	if d == nil || v.flink == "" {
+		return nil
+	}
+	dv := distVersion(d)
+	if dv == "" || dv == v.flink {
+		return nil
+	}
+	return one(Finding{Path: d.Path, Message: "mixed Flink distribution: flink-dist " + dv + " with planner " + v.flink,
+		Found: "flink-dist " + dv + ", planner " + v.flink + " (" + v.thePlanner().Path + ")", Required: "flink-dist and planner of the same release",
+		Fix: "install the flink-dist and planner JARs of one Flink release"})
+}
+
+func jdkMissing(v *view) []Finding {
+	if v.JDK.Err == nil {
+		return nil
+	}
+	return one(Finding{Path: v.JDK.Source, Message: "no JDK found", Found: v.JDK.Err.Error(),
+		Required: "a JDK " + javaList() + " with a release file", Fix: "set JAVA_HOME to the JDK's directory, or put its bin/java on PATH"})
+}
+
+func jdkUnparseable(v *view) []Finding {
+	if v.JDK.Err != nil || v.java != nil {
+		return nil
+	}
+	return one(Finding{Path: v.JDK.Source, Message: "the JDK's version cannot be read", Found: fmt.Sprintf("JAVA_VERSION=%q", v.JDK.Version),
+		Required: "JAVA_VERSION such as \"17.0.15\"", Fix: "point JAVA_HOME at an unmodified JDK"})
+}
+
+func javaList() string {
+	var s []string
+	for _, m := range SupportedJava {
+		s = append(s, strconv.Itoa(m))
+	}
+	return strings.Join(s, " or ")
+}
+
+func jdkUnsupported(v *view) []Finding {
+	if v.java == nil || slices.Contains(SupportedJava, v.java.Major) {
+		return nil
+	}
+	return one(Finding{Path: v.JDK.Source, Message: fmt.Sprintf("unsupported JDK %d", v.java.Major),
+		Found: "Java " + v.java.Raw, Required: "Java " + javaList(), Fix: "build the image FROM a Flink image with Java 11 or 17 (the -java17 tags)"})
+}
+
+// natives lists every payload with native libraries, embedded cores included.
+func (v *view) natives() []*Identity {
+	var out []*Identity
+	for _, id := range v.ids {
+		if id.Native() {
+			out = append(out, id)
+		}
+	}
+	if v.embedded != nil && v.embedded.Native() {
+		out = append(out, v.embedded)
+	}
+	return out
+}
+
+func hostPlatform(v *view) []Finding {
+	var out []Finding
+	host := v.Platform.Name()
+	for _, id := range v.natives() {
+		if slices.Contains(id.Platforms, host) {
+			continue
+		}
+		found := "native libraries for " + strings.Join(id.Platforms, " ")
+		if len(id.Platforms) == 0 {
+			found = fmt.Sprintf("%d native libraries and no StreamFusion-Native-Platforms", id.NativeCount)
+		}
+		out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s has no native libraries for %s", id, host),
+			Found: found + "; host " + host, Required: host + " in StreamFusion-Native-Platforms",
+			Fix: "run on a platform the payload is built for, or install a StreamFusion build for " + host})
+	}
+	return out
+}
+
+func hostLibc(v *view) []Finding {
+	if v.Platform.Libc == "glibc" {
+		return nil
+	}
+	var out []Finding
+	for _, id := range v.natives() {
+		out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s needs glibc, the host libc is %s", id, v.Platform.Libc),
+			Found: v.Platform.Libc + " (" + v.Platform.Evidence + ")", Required: "glibc",
+			Fix: "build the image FROM the official (Debian/Ubuntu based) Flink images, not an Alpine/musl base"})
+	}
+	return out
+}
+
+// Loader and core rules.
+
+func (v *view) kind(k string) []*Identity {
+	var out []*Identity
+	for _, id := range v.ids {
+		if id.Kind == k {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+func loaderMissing(v *view) []Finding {
+	if len(v.kind(KindLoader)) > 0 {
+		return nil
+	}
+	return one(Finding{Path: v.LibDir, Message: "no StreamFusion loader in lib", Found: "no JAR with StreamFusion-Payload: loader",
+		Required: "one " + LoaderModule + " JAR", Fix: "install " + Group + ":" + ArtifactID(LoaderModule, or(v.line(), "2.2")) + " into lib"})
+}
+
+func loaderDuplicate(v *view) []Finding {
+	ls := v.kind(KindLoader)
+	if len(ls) < 2 {
+		return nil
+	}
+	return one(Finding{Path: ls[1].Path, Message: fmt.Sprintf("%d StreamFusion loaders in lib", len(ls)), Found: describeAll(ls),
+		Required: "exactly one loader", Fix: "keep one loader of the release you deploy and remove the others"})
+}
+
+func describeAll(ids []*Identity) string {
+	var s []string
+	for _, id := range ids {
+		s = append(s, id.String()+" at "+id.Path)
+	}
+	return strings.Join(s, ", ")
+}
+
+func embeddedMissing(v *view) []Finding {
+	if v.loader == nil {
+		return nil
+	}
+	j := v.jar(v.loader.Path)
+	switch {
+	case v.loader.EmbeddedCore == "":
+		return one(Finding{Path: v.loader.Path, Message: "the loader declares no embedded core", Found: "no " + AttrEmbeddedCore + " attribute",
+			Required: AttrEmbeddedCore + " naming the nested core JAR", Fix: "install an unmodified " + LoaderModule + " JAR"})
+	case j.Nested == nil:
+		return one(Finding{Path: v.loader.Path, Message: "the loader's embedded core is absent", Found: "no entry " + v.loader.EmbeddedCore,
+			Required: "the entry named by " + AttrEmbeddedCore, Fix: "install an unmodified " + LoaderModule + " JAR"})
+	}
+	return nil
+}
+
+func embeddedUnreadable(v *view) []Finding {
+	if v.loader == nil {
+		return nil
+	}
+	if n := v.jar(v.loader.Path).Nested; n != nil && n.Err != nil {
+		return one(Finding{Path: n.Path, Message: "the loader's embedded core cannot be read", Found: n.Err.Error(),
+			Required: "a readable JAR", Fix: "install an unmodified " + LoaderModule + " JAR"})
+	}
+	return nil
+}
+
+func embeddedMismatch(v *view) []Finding {
+	if v.loader == nil || v.jar(v.loader.Path).Nested == nil || v.jar(v.loader.Path).Nested.Err != nil {
+		return nil
+	}
+	l, e := v.loader, v.embedded
+	path := v.jar(v.loader.Path).Nested.Path
+	var diffs []string
+	switch {
+	case e == nil || !e.Marked:
+		diffs = append(diffs, "it carries no StreamFusion-Payload marker")
+	case len(e.Problems) > 0:
+		diffs = append(diffs, e.Problems...)
+	default:
+		diffs = append(diffs, e.Incoherent...)
+		if e.Kind != KindCore || e.Module != CoreModule {
+			diffs = append(diffs, fmt.Sprintf("it is %s %s, not a %s core", e.Kind, e.Module, CoreModule))
+		}
+		if e.Line != l.Line {
+			diffs = append(diffs, fmt.Sprintf("line %s, loader line %s", e.Line, l.Line))
+		}
+		if e.Version != l.Version {
+			diffs = append(diffs, fmt.Sprintf("version %s, loader version %s", e.Version, l.Version))
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	found := "unversioned content"
+	if e != nil && e.Marked {
+		found = e.String()
+	}
+	return one(Finding{Path: path, Message: "the loader's embedded core does not match the loader: " + strings.Join(diffs, "; "),
+		Found: found, Required: "streamfusion-core " + l.Version + " (line " + l.Line + ")",
+		Fix: "the loader JAR is damaged or was repacked: install an unmodified " + LoaderModule + " " + l.Version})
+}
+
+func coreMissing(v *view) []Finding {
+	if len(v.kind(KindCore)) > 0 {
+		return nil
+	}
+	want := "streamfusion-core"
+	if v.loader != nil {
+		want = fmt.Sprintf("%s:%s %s", Group, ArtifactID(CoreModule, v.loader.Line), v.loader.Version)
+	}
+	return one(Finding{Path: v.LibDir, Message: "no StreamFusion runtime core in lib", Found: "no JAR with StreamFusion-Payload: core",
+		Required: "one " + CoreModule + " JAR", Fix: "install " + want + " into lib"})
+}
+
+func coreDuplicate(v *view) []Finding {
+	cs := v.kind(KindCore)
+	if len(cs) < 2 {
+		return nil
+	}
+	return one(Finding{Path: cs[1].Path, Message: fmt.Sprintf("%d StreamFusion runtime cores in lib", len(cs)), Found: describeAll(cs),
+		Required: "exactly one runtime core", Fix: "keep the core of the loader's release and remove the others"})
+}
+
+func coreMismatch(v *view) []Finding {
+	c, l := v.core, v.loader
+	if c == nil || l == nil || (c.Line == l.Line && c.Version == l.Version) {
+		return nil
+	}
+	return one(Finding{Path: c.Path, Message: fmt.Sprintf("the runtime core is %s, the loader (%s) is %s", c, l.Path, l),
+		Found: c.String(), Required: fmt.Sprintf("streamfusion-core %s (line %s)", l.Version, l.Line),
+		Fix: fmt.Sprintf("install %s:%s %s in place of %s", Group, ArtifactID(CoreModule, l.Line), l.Version, c.Path)})
+}
+
+func coreBuild(v *view) []Finding {
+	c, e := v.core, v.embedded
+	if c == nil || e == nil || c.BuildID == "" || e.BuildID == "" || c.BuildID == e.BuildID {
+		return nil
+	}
+	return one(Finding{Path: c.Path, Message: "the runtime core and the loader's embedded core come from different builds",
+		Found: "Build-Id " + c.BuildID + " (embedded core: " + e.BuildID + ")", Required: "Build-Id " + e.BuildID,
+		Fix: "install the runtime core and the loader from the same StreamFusion build"})
+}
+
+// Rules for every payload.
+
+func payloadUnversioned(v *view) []Finding {
+	var out []Finding
+	for _, id := range v.ids {
+		if !id.Marked {
+			out = append(out, Finding{Path: id.Path, Message: "unversioned StreamFusion content: no StreamFusion-Payload marker",
+				Found: "content " + id.Evidence + " without a marker", Required: "a payload manifest (StreamFusion-Payload and the identity attributes)",
+				Fix: "install the released StreamFusion JAR, or remove this JAR (a repackaged or shaded copy)"})
+		}
+	}
+	return out
+}
+
+func payloadMalformed(v *view) []Finding {
+	var out []Finding
+	for _, id := range v.ids {
+		if id.Marked && len(id.Problems) > 0 {
+			out = append(out, Finding{Path: id.Path, Message: "malformed StreamFusion manifest: " + strings.Join(id.Problems, "; "),
+				Found: strings.Join(id.Problems, "; "), Required: "the attributes of the payload contract",
+				Fix: "install the released StreamFusion JAR; its manifest was damaged or hand-written"})
+		}
+	}
+	return out
+}
+
+func payloadIdentity(v *view) []Finding {
+	var out []Finding
+	for _, id := range v.ids {
+		if len(id.Incoherent) > 0 {
+			out = append(out, Finding{Path: id.Path, Message: "incoherent identity: " + strings.Join(id.Incoherent, "; "),
+				Found:    fmt.Sprintf("%s %s, artifact %s, line %s", id.Kind, id.Module, id.Artifact, id.Line),
+				Required: fmt.Sprintf("artifact %s:%s", Group, ArtifactID(id.Module, id.Line)),
+				Fix:      "install the released StreamFusion JAR for this line"})
+		}
+	}
+	return out
+}
+
+func payloadLine(v *view) []Finding {
+	line := v.line()
+	if line == "" {
+		return nil
+	}
+	var out []Finding
+	for _, id := range v.ids {
+		if id.Valid() && id.Line != line {
+			out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s is built for Flink line %s, the host is %s", id, id.Line, v.hostText()),
+				Found: "line " + id.Line + " (" + id.Artifact + ")", Required: "line " + line,
+				Fix: fmt.Sprintf("install %s:%s %s built for line %s, or remove %s", Group, ArtifactID(id.Module, line), id.Version, line, id.Path)})
+		}
+	}
+	return out
+}
+
+func payloadVersion(v *view) []Finding {
+	if v.loader == nil {
+		return nil
+	}
+	var out []Finding
+	for _, id := range v.ids {
+		if id.Valid() && id.Kind == KindExtension && id.Version != v.loader.Version {
+			out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s does not match the loader's release %s (%s)", id, v.loader.Version, v.loader.Path),
+				Found: "version " + id.Version, Required: "version " + v.loader.Version,
+				Fix: fmt.Sprintf("install %s:%s %s, the loader's release", Group, ArtifactID(id.Module, id.Line), v.loader.Version)})
+		}
+	}
+	return out
+}
+
+func payloadJDK(v *view) []Finding {
+	if v.java == nil {
+		return nil
+	}
+	ids := v.ids
+	if v.embedded != nil {
+		ids = append(append([]*Identity(nil), ids...), v.embedded)
+	}
+	var out []Finding
+	for _, id := range ids {
+		if need := id.JavaNeeded(); id.Valid() && need > v.java.Major {
+			out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s needs Java %d, the host JDK is %s", id, need, v.java.Raw),
+				Found: "Java " + v.java.Raw + " (" + v.JDK.Source + ")", Required: "Java " + strconv.Itoa(need) + " or newer",
+				Fix: fmt.Sprintf("build the image FROM a Flink image with Java %d (for example the -java17 tags)", need)})
+		}
+	}
+	return out
+}
+
+func payloadDuplicate(v *view) []Finding {
+	seen := map[string][]*Identity{}
+	var order []string
+	for _, id := range v.ids {
+		if id.Valid() && id.Kind == KindExtension {
+			if seen[id.Module] == nil {
+				order = append(order, id.Module)
+			}
+			seen[id.Module] = append(seen[id.Module], id)
+		}
+	}
+	var out []Finding
+	for _, m := range order {
+		if ids := seen[m]; len(ids) > 1 {
+			out = append(out, Finding{Path: ids[1].Path, Message: fmt.Sprintf("module %s is installed %d times; the first on the classpath (%s) wins", m, len(ids), ids[0].Path),
+				Found: describeAll(ids), Required: "each module once", Fix: "remove all but one copy of " + m})
+		}
+	}
+	return out
+}
+
+// Layout rules.
+
+func layoutUsrlib(v *view) []Finding {
+	var out []Finding
+	for _, j := range v.Usrlib {
+		if id := Identify(j); id != nil {
+			out = append(out, Finding{Path: j.Path, Message: "a job JAR bundles StreamFusion content", Found: id.Evidence,
+				Required: "no StreamFusion classes in job JARs", Fix: "mark the StreamFusion dependencies of the job as provided; the image's lib supplies them"})
+		}
+	}
+	return out
+}
+
+func layoutLogging(v *view) []Finding {
+	var out []Finding
+	for _, id := range v.ids {
+		if j := v.jar(id.Path); j != nil && j.Logging != "" {
+			out = append(out, Finding{Path: id.Path, Message: "a StreamFusion payload bundles logging API classes", Found: j.Logging,
+				Required: "no org/slf4j/ classes (Flink's lib provides the logging API)", Fix: "install the released StreamFusion JAR, not a shaded fat JAR"})
+		}
+	}
+	return out
+}
+
+func layoutPaimon(v *view) []Finding {
+	sf, stock := -1, -1
+	for i, j := range v.Classpath {
+		if id := v.byPath[j.Path]; id != nil && id.Module == "streamfusion-paimon" && sf < 0 {
+			sf = i
+		}
+		if strings.HasPrefix(path.Base(j.Path), "paimon-flink-") && stock < 0 {
+			stock = i
+		}
+	}
+	if sf < 0 || stock < 0 || sf < stock {
+		return nil
+	}
+	return one(Finding{Path: v.Classpath[sf].Path, Message: "streamfusion-paimon comes after the stock Paimon JAR on the classpath, so Paimon never uses it",
+		Found:    fmt.Sprintf("%s at position %d after %s at position %d", v.Classpath[sf].Path, sf+1, v.Classpath[stock].Path, stock+1),
+		Required: "streamfusion-paimon before every paimon-flink-* JAR",
+		Fix:      "rename the StreamFusion JAR so it sorts first (the classpath is sorted by file name), for example " + path.Join(path.Dir(v.Classpath[sf].Path), "00-streamfusion-paimon.jar")})
+}
+
+func layoutUnreadable(v *view) []Finding {
+	var out []Finding
+	for _, group := range [][]*payload.JAR{v.Classpath, v.Usrlib, v.Plugins} {
+		for _, j := range group {
+			if j.Err != nil {
+				out = append(out, Finding{Path: j.Path, Message: "cannot read this JAR", Found: j.Err.Error(),
+					Required: "a regular file holding a readable ZIP archive", Fix: "replace or remove " + j.Path})
+			}
+		}
+	}
+	return out
+}
+
+// Warnings.
+
+func lineExperimental(v *view) []Finding {
+	if v.release == nil || v.release.Support != Experimental {
+		return nil
+	}
+	return one(Finding{Path: v.thePlanner().Path, Message: "Flink " + v.flink + " is an experimental StreamFusion line",
+		Found: v.hostText(), Required: "a supported line for production", Fix: "move to Flink 2.2 when you can; STREAMFUSION_STRICT=true refuses experimental lines"})
+}
+
+func (v *view) modules() map[string]bool {
+	m := map[string]bool{}
+	for _, id := range v.ids {
+		if id.Valid() {
+			m[id.Module] = true
+		}
+	}
+	return m
+}
+
+func requiresMissing(v *view) []Finding {
+	have := v.modules()
+	var out []Finding
+	for _, id := range v.ids {
+		for _, r := range id.Requires {
+			if id.Valid() && !have[r] {
+				out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s requires %s, which is not installed; those operators fall back to stock Flink", id, r),
+					Found: "no " + r + " in lib", Required: r + " " + id.Version, Fix: fmt.Sprintf("install %s:%s %s", Group, ArtifactID(r, id.Line), id.Version)})
+			}
+		}
+	}
+	return out
+}
+
+func stockMissing(v *view) []Finding {
+	var out []Finding
+	for _, id := range v.ids {
+		for _, prefix := range id.Stock {
+			found := false
+			for _, j := range v.Classpath {
+				found = found || strings.HasPrefix(path.Base(j.Path), prefix)
+			}
+			if id.Valid() && !found {
+				out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s needs the stock %s JAR, which is not in lib", id, prefix),
+					Found: "no " + prefix + "*.jar", Required: prefix + "*.jar in lib", Fix: "install the Flink " + prefix + " JAR for the host's Flink release into lib"})
+			}
+		}
+	}
+	return out
+}
+
+func pluginsPayload(v *view) []Finding {
+	var out []Finding
+	for _, j := range v.Plugins {
+		if id := Identify(j); id != nil {
+			out = append(out, Finding{Path: j.Path, Message: "StreamFusion payload in plugins/; plugins load in isolation and never accelerate",
+				Found: id.String() + " in plugins/", Required: "StreamFusion payloads in lib", Fix: "move " + path.Base(j.Path) + " into lib, or remove it"})
+		}
+	}
+	return out
+}

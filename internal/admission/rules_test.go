@@ -1,0 +1,362 @@
+package admission_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+)
+
+const lib = "/" + testkit.LibDir
+
+var defaults = host.Settings{
+	LibDir:     lib,
+	PluginsDir: "/" + testkit.FlinkHome + "/plugins",
+	JavaHome:   "/" + testkit.JavaHome,
+	OS:         "linux",
+	Arch:       "x86_64",
+}
+
+// decide gathers facts from a test root and decides.
+func decide(t *testing.T, fsys fstest.MapFS, s host.Settings) *admission.Decision {
+	t.Helper()
+	facts, err := host.Gather(context.Background(), fsys, s, nil)
+	require.NoError(t, err)
+	return admission.Decide(facts)
+}
+
+func rules(fs []admission.Finding) []string {
+	var ids []string
+	for _, f := range fs {
+		ids = append(ids, f.Rule)
+	}
+	return ids
+}
+
+type ruleCase struct {
+	name string
+	rule string // the rule that must fire
+	root func() fstest.MapFS
+	set  func(*host.Settings)
+	// admit is the same setting mended: the rule must not fire there.
+	admit func() fstest.MapFS
+}
+
+func good() fstest.MapFS { return testkit.Good("2.2.1").MapFS() }
+
+func put(m fstest.MapFS, name string, data []byte) fstest.MapFS {
+	m[name] = &fstest.MapFile{Data: data, Mode: 0o644}
+	return m
+}
+
+func libFile(name string) string { return testkit.LibDir + "/" + name }
+
+func ext(name string, mod func(*testkit.Payload)) testkit.Payload {
+	p := testkit.Extension(name, "2.2", "0.1.0")
+	if mod != nil {
+		mod(&p)
+	}
+	return p
+}
+
+func withLoader(mod func(*testkit.Payload)) fstest.MapFS {
+	l := testkit.Loader("2.2", "0.1.0")
+	mod(&l)
+	return testkit.Good("2.2.1").Replace("streamfusion-loader", l).MapFS()
+}
+
+var cases = []ruleCase{
+	{name: "lib missing", rule: "host-lib", root: good, set: func(s *host.Settings) { s.LibDir = "/opt/flink/nolib" }},
+	{name: "no planner", rule: "host-planner-missing", root: func() fstest.MapFS {
+		d := testkit.Good("2.2.1")
+		d.Planner = "none"
+		return d.MapFS()
+	}},
+	{name: "both planners", rule: "host-planner-both", root: func() fstest.MapFS {
+		d := testkit.Good("2.2.1")
+		d.Planner = "both"
+		return d.MapFS()
+	}, admit: func() fstest.MapFS {
+		d := testkit.Good("2.2.1")
+		d.Planner = "scala"
+		return d.MapFS()
+	}},
+	{name: "two planner loaders", rule: "host-planner-several", root: func() fstest.MapFS {
+		m := good()
+		return put(m, libFile("flink-table-planner-loader-2.2.0.jar"), m[libFile("flink-table-planner-loader-2.2.1.jar")].Data)
+	}},
+	{name: "planner without version", rule: "host-planner-unversioned", root: func() fstest.MapFS {
+		return put(good(), libFile("flink-table-planner-loader-2.2.1.jar"), testkit.JAR(testkit.Manifest("Implementation-Title", "flink-table-planner-loader")))
+	}},
+	{name: "Flink 2.3.0", rule: "host-planner-abi", root: func() fstest.MapFS {
+		return testkit.Dist{Flink: "2.3.0", Payloads: testkit.StreamFusion("2.2", "0.1.0")}.MapFS()
+	}},
+	{name: "Flink 1.18.0", rule: "host-planner-abi", root: func() fstest.MapFS {
+		return testkit.Dist{Flink: "1.18.0", Payloads: testkit.StreamFusion("1.18", "0.1.0")}.MapFS()
+	}},
+	{name: "no flink-dist", rule: "host-dist-missing", root: func() fstest.MapFS {
+		d := testkit.Good("2.2.1")
+		d.NoDist = true
+		return d.MapFS()
+	}},
+	{name: "two flink-dist", rule: "host-dist-duplicate", root: func() fstest.MapFS {
+		m := good()
+		return put(m, libFile("flink-dist-2.2.0.jar"), testkit.Good("2.2.0").Tree()[libFile("flink-dist-2.2.0.jar")])
+	}},
+	{name: "flink-dist without version", rule: "host-dist-unversioned", root: func() fstest.MapFS {
+		return put(good(), libFile("flink-dist-2.2.1.jar"), testkit.JAR(testkit.Manifest("Implementation-Title", "flink-dist")))
+	}},
+	{name: "flink-dist of another release", rule: "host-dist-mixed", root: func() fstest.MapFS {
+		return put(good(), libFile("flink-dist-2.2.1.jar"), testkit.Good("2.2.0").Tree()[libFile("flink-dist-2.2.0.jar")])
+	}},
+	{name: "no JDK", rule: "host-jdk-missing", root: good, set: func(s *host.Settings) { s.JavaHome, s.Path = "", "/usr/bin:/bin" }},
+	{name: "JDK version unreadable", rule: "host-jdk-unparseable", root: func() fstest.MapFS {
+		return put(good(), testkit.JavaHome+"/release", []byte("JAVA_VERSION=\"banana\"\n"))
+	}},
+	{name: "JDK 21", rule: "host-jdk-unsupported", root: func() fstest.MapFS {
+		d := testkit.Good("2.2.1")
+		d.JDK = "21.0.1+12-LTS"
+		return d.MapFS()
+	}, admit: func() fstest.MapFS {
+		d := testkit.Good("2.2.1")
+		d.JDK = "11.0.21+9"
+		return d.MapFS()
+	}},
+	{name: "arm64 host, x86_64 natives", rule: "host-platform", root: func() fstest.MapFS {
+		return put(good(), "lib/ld-linux-aarch64.so.1", []byte("loader"))
+	}, set: func(s *host.Settings) { s.Arch = "arm64" }},
+	{name: "musl host", rule: "host-libc", root: func() fstest.MapFS {
+		m := good()
+		delete(m, testkit.GlibcLD)
+		return put(m, "lib/ld-musl-x86_64.so.1", []byte("musl"))
+	}},
+	{name: "no loader", rule: "loader-missing", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Without("streamfusion-loader").MapFS()
+	}},
+	{name: "renamed second loader", rule: "loader-duplicate", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").With(testkit.Placed{Name: "zz-loader-copy.jar", Payload: testkit.Loader("2.2", "0.1.0")}).MapFS()
+	}},
+	{name: "embedded core entry absent", rule: "loader-embedded-missing", root: func() fstest.MapFS {
+		return withLoader(func(l *testkit.Payload) { l.Attrs = map[string]string{testkit.EmbeddedCoreAttr: "META-INF/streamfusion/other.jar"} })
+	}},
+	{name: "embedded core damaged", rule: "loader-embedded-unreadable", root: func() fstest.MapFS {
+		return withLoader(func(l *testkit.Payload) {
+			l.Embedded = nil
+			l.Attrs = map[string]string{testkit.EmbeddedCoreAttr: testkit.DefaultEmbedPath}
+			l.Entries = []testkit.Entry{{Name: testkit.DefaultEmbedPath, Data: []byte("PK\x03\x04 not really a jar")}}
+		})
+	}},
+	{name: "embedded core of another release", rule: "loader-embedded-mismatch", root: func() fstest.MapFS {
+		return withLoader(func(l *testkit.Payload) { c := testkit.Core("2.2", "0.0.9"); l.Embedded = &c })
+	}},
+	{name: "embedded core of another line, stored", rule: "loader-embedded-mismatch", root: func() fstest.MapFS {
+		return withLoader(func(l *testkit.Payload) { c := testkit.Core("1.18", "0.1.0"); l.Embedded, l.EmbedStored = &c, true })
+	}},
+	{name: "no runtime core", rule: "core-missing", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Without("streamfusion-core").MapFS()
+	}},
+	{name: "two runtime cores", rule: "core-duplicate", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").With(testkit.Placed{Name: "core.jar", Payload: testkit.Core("2.2", "0.1.0")}).MapFS()
+	}},
+	{name: "runtime core of another release", rule: "core-mismatch", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-core", testkit.Core("2.2", "0.2.0")).MapFS()
+	}},
+	{name: "runtime core of another build", rule: "core-build-mismatch", root: func() fstest.MapFS {
+		c := testkit.Core("2.2", "0.1.0")
+		c.BuildID = "badc0ffe"
+		return testkit.Good("2.2.1").Replace("streamfusion-core", c).MapFS()
+	}},
+	{name: "content without marker", rule: "payload-unversioned", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").With(testkit.Placed{Name: "my-udfs.jar", Payload: ext("avro", func(p *testkit.Payload) { p.NoMarker = true })}).MapFS()
+	}},
+	{name: "native library only", rule: "payload-unversioned", root: func() fstest.MapFS {
+		return put(good(), libFile("natives.jar"), testkit.JAR(testkit.Manifest("A", "b"), testkit.Entry{Name: "linux/libstreamfusion_x.so", Data: []byte("so")}))
+	}},
+	{name: "malformed version", rule: "payload-malformed", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.Version = "banana" })).MapFS()
+	}},
+	{name: "missing attribute", rule: "payload-malformed", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.Attrs = map[string]string{"StreamFusion-Artifact": ""} })).MapFS()
+	}},
+	{name: "foreign group", rule: "payload-identity", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.Artifact = "com.example:streamfusion-kafka" })).MapFS()
+	}},
+	{name: "1.18 artifactId on line 2.2", rule: "payload-identity", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.Artifact = "tech.streamfusion:streamfusion-kafka-flink1.18" })).MapFS()
+	}},
+	{name: "renamed extension for 1.18", rule: "payload-line", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").With(testkit.Placed{Name: "kafka-connector.jar", Payload: testkit.Extension("avro", "1.18", "0.1.0")}).MapFS()
+	}},
+	{name: "extension of another release", rule: "payload-version", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", testkit.Extension("kafka", "2.2", "0.2.0")).MapFS()
+	}},
+	{name: "Java-Release above the JDK", rule: "payload-jdk", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.JavaRelease = "21" })).MapFS()
+	}},
+	{name: "Java-Runtime above the JDK", rule: "payload-jdk", root: func() fstest.MapFS {
+		d := testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.JavaRuntime = "17" }))
+		d.JDK = "11.0.21+9"
+		return d.MapFS()
+	}, admit: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.JavaRuntime = "17" })).MapFS()
+	}},
+	{name: "renamed copy of an extension", rule: "payload-duplicate-module", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").With(testkit.Placed{Name: "kafka.jar", Payload: testkit.Extension("kafka", "2.2", "0.1.0")}).MapFS()
+	}},
+	{name: "job JAR with StreamFusion inside", rule: "layout-usrlib", root: func() fstest.MapFS {
+		return put(good(), testkit.FlinkHome+"/usrlib/job.jar", testkit.JAR(testkit.Manifest("Main-Class", "Job"),
+			testkit.Entry{Name: "tech/streamfusion/core/Api.class", Data: []byte("x")}))
+	}, admit: func() fstest.MapFS {
+		return put(good(), testkit.FlinkHome+"/usrlib/job.jar", testkit.JAR(testkit.Manifest("Main-Class", "Job")))
+	}},
+	{name: "payload bundles slf4j", rule: "layout-logging", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) {
+			p.Entries = []testkit.Entry{{Name: "org/slf4j/Logger.class", Data: []byte("x")}}
+		})).MapFS()
+	}},
+	{name: "paimon after stock paimon", rule: "layout-paimon-order", root: func() fstest.MapFS {
+		m := testkit.Good("2.2.1").With(testkit.Placed{Name: "streamfusion-paimon-0.1.0.jar", Payload: testkit.Extension("paimon", "2.2", "0.1.0")}).MapFS()
+		return put(m, libFile("paimon-flink-2.2-1.3.0.jar"), testkit.JAR(testkit.Manifest("Implementation-Title", "paimon-flink")))
+	}, admit: func() fstest.MapFS {
+		m := testkit.Good("2.2.1").With(testkit.Placed{Name: "00-streamfusion-paimon-0.1.0.jar", Payload: testkit.Extension("paimon", "2.2", "0.1.0")}).MapFS()
+		return put(m, libFile("paimon-flink-2.2-1.3.0.jar"), testkit.JAR(testkit.Manifest("Implementation-Title", "paimon-flink")))
+	}},
+	{name: "not a ZIP", rule: "layout-unreadable-jar", root: func() fstest.MapFS {
+		return put(good(), libFile("broken.jar"), []byte("<html>404 Not Found</html>"))
+	}},
+	{name: "Flink 1.18.1", rule: "line-experimental", root: func() fstest.MapFS { return testkit.Good("1.18.1").MapFS() }},
+	{name: "required module absent", rule: "requires-missing", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.Requires = "streamfusion-avro" })).MapFS()
+	}, admit: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.Requires = "streamfusion-json" })).MapFS()
+	}},
+	{name: "stock connector absent", rule: "stock-requires-missing", root: func() fstest.MapFS {
+		return testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.Stock = "flink-connector-kafka" })).MapFS()
+	}, admit: func() fstest.MapFS {
+		m := testkit.Good("2.2.1").Replace("streamfusion-kafka", ext("kafka", func(p *testkit.Payload) { p.Stock = "flink-connector-kafka" })).MapFS()
+		return put(m, libFile("flink-connector-kafka-5.0.0-2.2.jar"), testkit.JAR(testkit.Manifest("Implementation-Version", "5.0.0-2.2")))
+	}},
+	{name: "payload in plugins", rule: "plugins-payload", root: func() fstest.MapFS {
+		return put(good(), testkit.FlinkHome+"/plugins/sf/streamfusion-kafka.jar", testkit.Extension("kafka", "2.2", "0.1.0").Bytes())
+	}},
+}
+
+func TestEveryRuleRefusesAndAdmits(t *testing.T) {
+	t.Parallel()
+	covered := map[string]bool{}
+	for _, c := range cases {
+		covered[c.rule] = true
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			s := defaults
+			if c.set != nil {
+				c.set(&s)
+			}
+			d := decide(t, c.root(), s)
+			require.Contains(t, rules(d.Findings), c.rule, "findings: %v", d.Findings)
+			for _, f := range d.Findings {
+				if f.Rule == c.rule {
+					assert.NotEmpty(t, f.Path, "every finding names its subject")
+					assert.NotEmpty(t, f.Found)
+					assert.NotEmpty(t, f.Required)
+					assert.NotEmpty(t, f.Fix)
+				}
+			}
+			severity := map[string]admission.Severity{}
+			for _, r := range admission.Catalogue() {
+				severity[r.ID] = r.Severity
+			}
+			assert.Equal(t, severity[c.rule] == admission.Warning, d.Admitted(), "warnings admit, errors refuse: %v", d.Findings)
+
+			// The mended setting: no finding of this rule.
+			admit := good
+			if c.admit != nil {
+				admit = c.admit
+			}
+			d = decide(t, admit(), defaults)
+			assert.NotContains(t, rules(d.Findings), c.rule)
+			assert.True(t, d.Admitted(), "mended setting admitted: %v", d.Findings)
+		})
+	}
+	for _, r := range admission.Catalogue() {
+		assert.True(t, covered[r.ID], "rule %s has no refusing case", r.ID)
+	}
+}
+
+func TestGoodHostsAdmitWithoutFindings(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"2.2.0", "2.2.1"} {
+		d := decide(t, testkit.Good(v).MapFS(), defaults)
+		assert.Empty(t, d.Findings, v)
+		assert.Equal(t, "2.2", d.Line)
+		assert.Equal(t, admission.Supported, d.Support)
+		assert.Equal(t, v, d.Flink)
+		assert.Len(t, d.Payloads, 4)
+	}
+	d := decide(t, testkit.Good("1.18.1").MapFS(), defaults)
+	assert.True(t, d.Admitted())
+	assert.Equal(t, []string{"line-experimental"}, rules(d.Findings))
+	assert.Equal(t, admission.Experimental, d.Support)
+}
+
+func TestRenamedExtensionMessageNamesBothLines(t *testing.T) {
+	t.Parallel()
+	d := decide(t, testkit.Good("2.2.1").With(testkit.Placed{Name: "kafka-connector.jar", Payload: testkit.Extension("avro", "1.18", "0.1.0")}).MapFS(), defaults)
+	require.False(t, d.Admitted())
+	errs := d.Errors()
+	require.Len(t, errs, 1, "%v", errs)
+	text := errs[0].Text()
+	for _, want := range []string{lib + "/kafka-connector.jar", "line 1.18", "line 2.2", "Flink 2.2.1", "streamfusion-avro-flink1.18", "0.1.0"} {
+		assert.Contains(t, text, want)
+	}
+}
+
+func TestAllFindingsAreCollected(t *testing.T) {
+	t.Parallel()
+	d := testkit.Good("2.2.1").
+		Replace("streamfusion-kafka", testkit.Extension("kafka", "1.18", "0.1.0")).
+		Replace("streamfusion-json", testkit.Extension("json", "2.2", "0.2.0"))
+	d.JDK = "21.0.1"
+	got := rules(decide(t, d.MapFS(), defaults).Errors())
+	assert.Contains(t, got, "payload-line")
+	assert.Contains(t, got, "payload-version")
+	assert.Contains(t, got, "host-jdk-unsupported")
+}
+
+func TestStrictTurnsWarningsIntoErrors(t *testing.T) {
+	t.Parallel()
+	s := defaults
+	s.Strict = true
+	d := decide(t, testkit.Good("1.18.1").MapFS(), s)
+	require.False(t, d.Admitted())
+	require.Len(t, d.Errors(), 1)
+	assert.Equal(t, "line-experimental", d.Errors()[0].Rule)
+	assert.True(t, d.Errors()[0].Strict)
+}
+
+func TestPlannerScalaDetectedLikeLoader(t *testing.T) {
+	t.Parallel()
+	dist := testkit.Good("2.2.1")
+	dist.Planner = "scala"
+	d := decide(t, dist.MapFS(), defaults)
+	assert.Empty(t, d.Findings)
+	assert.Equal(t, "2.2.1", d.Flink)
+}
+
+func TestRulesHaveUniqueIDsAndDocs(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, r := range admission.Catalogue() {
+		assert.False(t, seen[r.ID], "duplicate %s", r.ID)
+		seen[r.ID] = true
+		assert.NotEmpty(t, r.Doc)
+		assert.True(t, strings.HasSuffix(r.Doc, "."), r.ID)
+	}
+}

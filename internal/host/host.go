@@ -1,0 +1,321 @@
+// Package host gathers the facts admission decides on from a file system
+// rooted at "/": the classpath as Flink's bin/config.sh builds it, every
+// JAR on it read once, the job JARs in usrlib, the payloads in plugins, the
+// JDK's release file and the platform's libc loader.
+//
+// It reads; it does not judge. The same code reads a live container
+// (os.DirFS("/")), a test tree and a flattened image.
+package host
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// Settings say where to look. Paths are absolute, as in the environment.
+type Settings struct {
+	LibDir     string // FLINK_LIB_DIR, else $FLINK_HOME/lib
+	PluginsDir string // FLINK_PLUGINS_DIR, else $FLINK_HOME/plugins
+	JavaHome   string // JAVA_HOME; empty: look for java on Path
+	Path       string // PATH
+	OS, Arch   string // platform, as uname reports it (x86_64, aarch64, arm64)
+	Strict     bool
+	Order      Order // classpath order; nil: byte order
+	Workers    int   // JARs read at once; 0: 2
+}
+
+// Progress tells which files a running Gather is reading, so a caller that
+// gives up (the admission deadline) can say where it hung.
+type Progress struct {
+	mu      sync.Mutex
+	reading []string
+}
+
+func (p *Progress) begin(name string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.reading = append(p.reading, name)
+	p.mu.Unlock()
+}
+
+func (p *Progress) end(name string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	if i := slices.Index(p.reading, name); i >= 0 {
+		p.reading = slices.Delete(p.reading, i, i+1)
+	}
+	p.mu.Unlock()
+}
+
+// Reading returns the files being read now.
+func (p *Progress) Reading() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.reading)
+}
+
+// rel turns an absolute path into a name in a file system rooted at "/".
+func rel(p string) string {
+	p = strings.TrimPrefix(path.Clean("/"+p), "/")
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// Gather reads the facts. Reading stops early only when ctx is done.
+func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*admission.Facts, error) {
+	f := &admission.Facts{LibDir: path.Clean(s.LibDir), Strict: s.Strict, Platform: platform(fsys, s.OS, s.Arch)}
+	f.JDK = jdk(fsys, s.JavaHome, s.Path)
+
+	names, err := List(fsys, s.LibDir)
+	if err != nil {
+		f.LibErr = err
+		return f, nil
+	}
+	order := s.Order
+	if order == nil {
+		order = ByteOrder
+	}
+	names = Classpath(names, order)
+	usrlib, _ := List(fsys, path.Join(path.Dir(path.Clean(s.LibDir)), "usrlib"))
+	var plugins []string
+	if s.PluginsDir != "" {
+		plugins, _ = List(fsys, s.PluginsDir)
+	}
+	all := append(append(append([]string(nil), names...), usrlib...), plugins...)
+	jars, err := readAll(ctx, fsys, all, s.Workers, progress)
+	if err != nil {
+		return nil, err
+	}
+	f.Classpath = jars[:len(names)]
+	f.Usrlib = jars[len(names) : len(names)+len(usrlib)]
+	f.Plugins = jars[len(names)+len(usrlib):]
+	return f, nil
+}
+
+var reDistName = regexp.MustCompile(`(^|/)flink-dist[^/]*\.jar$`)
+
+// readAll reads every JAR, a few at a time, keeping their order.
+func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progress *Progress) ([]*payload.JAR, error) {
+	if workers <= 0 {
+		workers = 2
+	}
+	out := make([]*payload.JAR, len(names))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if dir, ok := strings.CutSuffix(names[i], "/"); ok {
+					_, err := fs.ReadDir(fsys, dir)
+					out[i] = &payload.JAR{Path: "/" + dir, Err: fmt.Errorf("directory cannot be listed, JARs in it may be missing from the check: %w", err)}
+					continue
+				}
+				progress.begin("/" + names[i])
+				out[i] = payload.Open(fsys, names[i], payload.Options{Properties: reDistName.MatchString(names[i])})
+				progress.end("/" + names[i])
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := range names {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return out, err
+}
+
+// List returns the names (relative to the root) of every non-directory
+// entry called *.jar below dir, recursively, not following links to
+// directories: what `find dir ! -type d -name '*.jar'` prints. A
+// subdirectory that cannot be listed is returned with a trailing slash.
+func List(fsys fs.FS, dir string) ([]string, error) {
+	root := rel(dir)
+	if _, info, err := payload.Resolve(fsys, root); err != nil {
+		return nil, err
+	} else if !info.IsDir() {
+		return nil, fmt.Errorf("%s is not a directory", dir)
+	}
+	var names []string
+	err := fs.WalkDir(fsys, root, func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if name == root {
+				return err
+			}
+			names = append(names, name+"/")
+			return nil
+		}
+		if !d.IsDir() && strings.HasSuffix(d.Name(), ".jar") {
+			names = append(names, name)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+// Order sorts classpath names the way `sort -z` does under some locale.
+type Order func(names []string)
+
+// ByteOrder is `sort` under the C or POSIX locale.
+func ByteOrder(names []string) { slices.Sort(names) }
+
+// Classpath orders names as bin/config.sh does: sorted, then the
+// flink-dist JARs moved to the end.
+func Classpath(names []string, order Order) []string {
+	names = slices.Clone(names)
+	order(names)
+	var rest, dist []string
+	for _, n := range names {
+		if reDistName.MatchString(n) {
+			dist = append(dist, n)
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	return append(rest, dist...)
+}
+
+// jdk finds the JDK's release file: $JAVA_HOME/release, else the release
+// file beside the bin/ of the java found on PATH, links resolved.
+func jdk(fsys fs.FS, javaHome, pathEnv string) admission.JDK {
+	if javaHome == "" {
+		java := lookJava(fsys, pathEnv)
+		if java == "" {
+			return admission.JDK{Source: "java on PATH", Err: fmt.Errorf("JAVA_HOME is not set and no java on PATH (%s)", pathEnv)}
+		}
+		javaHome = path.Dir(path.Dir(java))
+	}
+	release := path.Join(javaHome, "release")
+	data, err := readSmall(fsys, rel(release), 64<<10)
+	if err != nil {
+		return admission.JDK{Source: release, Err: fmt.Errorf("no readable JDK release file at %s: %w", release, err)}
+	}
+	v, ok := releaseValue(data, "JAVA_VERSION")
+	if !ok {
+		return admission.JDK{Source: release, Version: "", Err: nil}
+	}
+	return admission.JDK{Source: release, Version: v}
+}
+
+// lookJava returns the resolved absolute path of the first java on PATH.
+func lookJava(fsys fs.FS, pathEnv string) string {
+	for _, dir := range strings.Split(pathEnv, ":") {
+		if !strings.HasPrefix(dir, "/") {
+			continue // relative PATH entries depend on the working directory; Flink's scripts do not use them
+		}
+		name, info, err := payload.Resolve(fsys, rel(path.Join(dir, "java")))
+		if err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			return "/" + name
+		}
+	}
+	return ""
+}
+
+func releaseValue(data []byte, key string) (string, bool) {
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		k, v, ok := bytes.Cut(bytes.TrimSpace(line), []byte("="))
+		if ok && string(k) == key {
+			return strings.Trim(string(v), `"`), true
+		}
+	}
+	return "", false
+}
+
+func readSmall(fsys fs.FS, name string, limit int64) ([]byte, error) {
+	target, info, err := payload.Resolve(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: /%s", payload.ErrNotRegular, target)
+	}
+	file, err := fsys.Open(target)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	data, err := io.ReadAll(io.LimitReader(file, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, errors.New("larger than a release file can be")
+	}
+	return data, nil
+}
+
+// Loaders of the C library, by architecture.
+var glibcLoaders = map[string]string{
+	"x86_64":  "/lib64/ld-linux-x86-64.so.2",
+	"aarch64": "/lib/ld-linux-aarch64.so.1",
+}
+
+// NormalizeArch maps Go and OCI architecture names to uname's.
+func NormalizeArch(arch string) string {
+	switch arch {
+	case "amd64", "x86-64":
+		return "x86_64"
+	case "arm64", "armv8", "aarch64_be":
+		return "aarch64"
+	}
+	return arch
+}
+
+func platform(fsys fs.FS, goos, arch string) admission.Platform {
+	p := admission.Platform{OS: or(goos, "linux"), Arch: NormalizeArch(arch)}
+	if loader, ok := glibcLoaders[p.Arch]; ok && exists(fsys, loader) {
+		p.Libc, p.Evidence = "glibc", loader
+		return p
+	}
+	if musl, _ := fs.Glob(fsys, "lib/ld-musl-*.so.1"); len(musl) > 0 {
+		p.Libc, p.Evidence = "musl", "/"+musl[0]
+		return p
+	}
+	p.Libc = "unknown"
+	p.Evidence = "no glibc loader"
+	if loader, ok := glibcLoaders[p.Arch]; ok {
+		p.Evidence = "no " + loader + " and no /lib/ld-musl-*.so.1"
+	}
+	return p
+}
+
+func exists(fsys fs.FS, name string) bool {
+	_, _, err := payload.Resolve(fsys, rel(name))
+	return err == nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
