@@ -144,7 +144,9 @@ var cases = []ruleCase{
 		return testkit.Good("2.2.1").With(testkit.Placed{Name: "zz-loader-copy.jar", Payload: testkit.Loader("2.2", "0.1.0")}).MapFS()
 	}},
 	{name: "embedded core entry absent", rule: "loader-embedded-missing", root: func() fstest.MapFS {
-		return withLoader(func(l *testkit.Payload) { l.Attrs = map[string]string{testkit.EmbeddedCoreAttr: "META-INF/streamfusion/other.jar"} })
+		return withLoader(func(l *testkit.Payload) {
+			l.Attrs = map[string]string{testkit.EmbeddedCoreAttr: "META-INF/streamfusion/other.jar"}
+		})
 	}},
 	{name: "embedded core damaged", rule: "loader-embedded-unreadable", root: func() fstest.MapFS {
 		return withLoader(func(l *testkit.Payload) {

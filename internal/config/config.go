@@ -1,0 +1,142 @@
+// Package config turns the environment into the entrypoint's settings. It
+// is a pure function of the environment it is given: only main reads the
+// process environment, once.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults of the contract.
+const (
+	DefaultFlinkHome      = "/opt/flink"
+	DefaultOriginal       = "/opt/streamfusion/docker-entrypoint.sh"
+	DefaultTimeout        = 30 * time.Second
+	DefaultTerminationLog = "/dev/termination-log"
+)
+
+// ErrUsage marks a setting that cannot be used (exit 64).
+var ErrUsage = errors.New("usage")
+
+// Config is every setting, read once in main.
+type Config struct {
+	FlinkHome  string // FLINK_HOME, default /opt/flink
+	LibDir     string // FLINK_LIB_DIR, default $FLINK_HOME/lib
+	PluginsDir string // FLINK_PLUGINS_DIR, default $FLINK_HOME/plugins
+	JavaHome   string // JAVA_HOME; empty: the java on PATH
+	Path       string // PATH, for finding java
+
+	Original       string        // STREAMFUSION_ORIGINAL_ENTRYPOINT: Flink's script, absolute
+	JSON           bool          // STREAMFUSION_LOG_FORMAT=json (default text)
+	Level          zerolog.Level // STREAMFUSION_LOG_LEVEL, default info
+	LevelWarning   string        // set when STREAMFUSION_LOG_LEVEL was empty or invalid
+	Strict         bool          // STREAMFUSION_STRICT: warnings refuse
+	Timeout        time.Duration // STREAMFUSION_ADMISSION_TIMEOUT, default 30s
+	TerminationLog string        // STREAMFUSION_TERMINATION_LOG, default /dev/termination-log
+}
+
+// Lookup returns the first value of key in env, as getenv(3) does.
+func Lookup(env []string, key string) (string, bool) {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func get(env []string, key, def string) string {
+	if v, ok := Lookup(env, key); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Original returns the path of Flink's original entrypoint: it must be
+// absolute, so nothing relative to the working directory (or in argv) can
+// change what runs.
+func Original(env []string) (string, error) {
+	p := get(env, "STREAMFUSION_ORIGINAL_ENTRYPOINT", DefaultOriginal)
+	if !path.IsAbs(p) {
+		return "", fmt.Errorf("%w: STREAMFUSION_ORIGINAL_ENTRYPOINT=%q is not an absolute path; set it to the absolute path of Flink's docker-entrypoint.sh (default %s)", ErrUsage, p, DefaultOriginal)
+	}
+	return p, nil
+}
+
+// FromEnv reads every setting and validates it.
+func FromEnv(env []string) (Config, error) {
+	c := Config{
+		FlinkHome:      get(env, "FLINK_HOME", DefaultFlinkHome),
+		JavaHome:       get(env, "JAVA_HOME", ""),
+		Path:           get(env, "PATH", ""),
+		TerminationLog: get(env, "STREAMFUSION_TERMINATION_LOG", DefaultTerminationLog),
+		Timeout:        DefaultTimeout,
+		Level:          zerolog.InfoLevel,
+	}
+	c.LibDir = get(env, "FLINK_LIB_DIR", path.Join(c.FlinkHome, "lib"))
+	c.PluginsDir = get(env, "FLINK_PLUGINS_DIR", path.Join(c.FlinkHome, "plugins"))
+	var errs []error
+	var err error
+	if c.Original, err = Original(env); err != nil {
+		errs = append(errs, err)
+	}
+	for _, s := range []struct{ key, val string }{{"FLINK_HOME", c.FlinkHome}, {"FLINK_LIB_DIR", c.LibDir}, {"FLINK_PLUGINS_DIR", c.PluginsDir}} {
+		if !path.IsAbs(s.val) {
+			errs = append(errs, fmt.Errorf("%w: %s=%q is not an absolute path", ErrUsage, s.key, s.val))
+		}
+	}
+	if c.JavaHome != "" && !path.IsAbs(c.JavaHome) {
+		errs = append(errs, fmt.Errorf("%w: JAVA_HOME=%q is not an absolute path", ErrUsage, c.JavaHome))
+	}
+	switch f := get(env, "STREAMFUSION_LOG_FORMAT", "text"); f {
+	case "text":
+	case "json":
+		c.JSON = true
+	default:
+		errs = append(errs, fmt.Errorf("%w: STREAMFUSION_LOG_FORMAT=%q; use text or json", ErrUsage, f))
+	}
+	// zerolog.ParseLevel("") is NoLevel, which would silence everything.
+	switch lv, _ := Lookup(env, "STREAMFUSION_LOG_LEVEL"); lv {
+	case "":
+	default:
+		l, err := zerolog.ParseLevel(strings.ToLower(lv))
+		if err != nil || l == zerolog.NoLevel || l == zerolog.Disabled {
+			c.LevelWarning = fmt.Sprintf("STREAMFUSION_LOG_LEVEL=%q is not a level (trace, debug, info, warn, error); using info", lv)
+		} else {
+			c.Level = l
+		}
+	}
+	if s, ok := Lookup(env, "STREAMFUSION_STRICT"); ok && s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: STREAMFUSION_STRICT=%q; use true or false", ErrUsage, s))
+		}
+		c.Strict = b
+	}
+	if s, ok := Lookup(env, "STREAMFUSION_ADMISSION_TIMEOUT"); ok && s != "" {
+		d, err := parseTimeout(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: STREAMFUSION_ADMISSION_TIMEOUT=%q; use a duration such as 30s or 2m, or seconds", ErrUsage, s))
+		}
+		c.Timeout = d
+	}
+	return c, errors.Join(errs...)
+}
+
+func parseTimeout(s string) (time.Duration, error) {
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil && n > 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("not a positive duration")
+	}
+	return d, nil
+}

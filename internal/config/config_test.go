@@ -1,0 +1,72 @@
+package config
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(nil)
+	require.NoError(t, err)
+	assert.Equal(t, "/opt/flink/lib", c.LibDir)
+	assert.Equal(t, "/opt/flink/plugins", c.PluginsDir)
+	assert.Equal(t, DefaultOriginal, c.Original)
+	assert.Equal(t, 30*time.Second, c.Timeout)
+	assert.Equal(t, zerolog.InfoLevel, c.Level)
+	assert.Equal(t, "/dev/termination-log", c.TerminationLog)
+	assert.False(t, c.JSON)
+	assert.False(t, c.Strict)
+}
+
+func TestSettings(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv([]string{"FLINK_HOME=/srv/flink", "STREAMFUSION_LOG_FORMAT=json", "STREAMFUSION_STRICT=true",
+		"STREAMFUSION_ADMISSION_TIMEOUT=5", "STREAMFUSION_LOG_LEVEL=debug", "FLINK_HOME=/ignored"})
+	require.NoError(t, err)
+	assert.Equal(t, "/srv/flink/lib", c.LibDir, "the first of repeated variables wins, as getenv does")
+	assert.True(t, c.JSON)
+	assert.True(t, c.Strict)
+	assert.Equal(t, 5*time.Second, c.Timeout)
+	assert.Equal(t, zerolog.DebugLevel, c.Level)
+
+	c, err = FromEnv([]string{"FLINK_LIB_DIR=/x/lib", "STREAMFUSION_ADMISSION_TIMEOUT=1500ms"})
+	require.NoError(t, err)
+	assert.Equal(t, "/x/lib", c.LibDir)
+	assert.Equal(t, 1500*time.Millisecond, c.Timeout)
+}
+
+func TestLogLevelFallsBackToInfo(t *testing.T) {
+	t.Parallel()
+	for _, lv := range []string{"loud", "disabled"} {
+		c, err := FromEnv([]string{"STREAMFUSION_LOG_LEVEL=" + lv})
+		require.NoError(t, err)
+		assert.Equal(t, zerolog.InfoLevel, c.Level)
+		assert.Contains(t, c.LevelWarning, lv)
+	}
+	c, err := FromEnv([]string{"STREAMFUSION_LOG_LEVEL="})
+	require.NoError(t, err)
+	assert.Equal(t, zerolog.InfoLevel, c.Level, "empty means info, never NoLevel")
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, kv := range []string{
+		"STREAMFUSION_ORIGINAL_ENTRYPOINT=docker-entrypoint.sh",
+		"STREAMFUSION_LOG_FORMAT=xml",
+		"STREAMFUSION_STRICT=maybe",
+		"STREAMFUSION_ADMISSION_TIMEOUT=-1s",
+		"STREAMFUSION_ADMISSION_TIMEOUT=soon",
+		"FLINK_HOME=opt/flink",
+		"JAVA_HOME=jdk",
+	} {
+		_, err := FromEnv([]string{kv})
+		require.Error(t, err, kv)
+		assert.True(t, errors.Is(err, ErrUsage), kv)
+	}
+}

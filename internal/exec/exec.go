@@ -1,0 +1,59 @@
+// Package exec hands the process over to Flink's original entrypoint with
+// syscall.Exec: the same argv (argv[0] included) and environment, byte for
+// byte, the same working directory, no descriptor the entrypoint opened
+// (Go opens every file close-on-exec), and the signal dispositions this
+// process changed reset. It decides nothing: by the time Handoff runs,
+// admission is over.
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit statuses of a failed hand-off, as a shell reports them.
+const (
+	NotExecutable = 126
+	NotFound      = 127
+)
+
+// Error is a hand-off that did not happen.
+type Error struct {
+	Code int // NotExecutable or NotFound
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	what := "is not executable"
+	if e.Code == NotFound {
+		what = "was not found"
+	}
+	return fmt.Sprintf("Flink's original entrypoint %s %s (%v); the image keeps it there, or STREAMFUSION_ORIGINAL_ENTRYPOINT names it", e.Path, what, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Handoff replaces the process with path. It returns only on failure.
+func Handoff(path string, argv, env []string, handled ...os.Signal) error {
+	if len(handled) > 0 {
+		signal.Reset(handled...)
+	}
+	err := syscall.Exec(path, argv, env)
+	return classify(path, err)
+}
+
+func classify(path string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTDIR):
+		return &Error{Code: NotFound, Path: path, Err: err}
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EPERM),
+		errors.Is(err, syscall.EISDIR), errors.Is(err, fs.ErrPermission):
+		return &Error{Code: NotExecutable, Path: path, Err: err}
+	}
+	return &Error{Code: NotExecutable, Path: path, Err: err}
+}

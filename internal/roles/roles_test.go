@@ -1,0 +1,59 @@
+package roles
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args []string
+		want Role
+	}{
+		{[]string{"jobmanager"}, JobManager},
+		{[]string{"jobmanager", "-Dkey=value"}, JobManager},
+		{[]string{"standalone-job", "--job-classname", "com.example.Job"}, Application},
+		{[]string{"taskmanager"}, TaskManager},
+		{[]string{"history-server"}, HistoryServer},
+		{[]string{"bash", "-c", "kubernetes-jobmanager.sh kubernetes-session"}, K8sJobManager},
+		{[]string{"bash", "-c", "kubernetes-jobmanager.sh kubernetes-application"}, K8sJobManager},
+		{[]string{"/bin/bash", "-c", "$FLINK_HOME/bin/kubernetes-jobmanager.sh kubernetes-session"}, K8sJobManager},
+		{[]string{"sh", "-c", "exec kubernetes-taskmanager.sh -Dtaskmanager.resource-id=tm-1"}, K8sTaskManager},
+		{[]string{"bash", "-c", "kubernetes-taskmanager.sh"}, K8sTaskManager},
+		{[]string{"bash", "-c", "ENV=1 flink run -d job.jar"}, Client},
+		{[]string{"flink", "run", "job.jar"}, Client},
+		{[]string{"bin/flink", "list"}, Client},
+		{[]string{"./bin/sql-client.sh"}, Client},
+		{[]string{"/opt/flink/bin/sql-gateway.sh", "start-foreground"}, Client},
+		{[]string{"streamfusion", "check"}, Own},
+		{[]string{"streamfusion"}, Own},
+		{nil, PassThrough},
+		{[]string{""}, PassThrough},
+		{[]string{"help"}, PassThrough},
+		{[]string{"bash"}, PassThrough},
+		{[]string{"sh", "-c", "ls /opt/flink/lib"}, PassThrough},
+		{[]string{"bash", "-c", ""}, PassThrough},
+		{[]string{"ls", "-l"}, PassThrough},
+		{[]string{"/tmp/flink", "run"}, PassThrough},
+		{[]string{"JobManager"}, PassThrough},
+		{[]string{"python", "-c", "flink"}, PassThrough},
+	}
+	for _, c := range cases {
+		assert.Equal(t, c.want, Classify(c.args), "%q", c.args)
+		assert.Equal(t, c.want != Own && c.want != PassThrough, Classify(c.args).Admits(), "%q", c.args)
+	}
+}
+
+func FuzzClassify(f *testing.F) {
+	f.Add("bash", "-c", "kubernetes-jobmanager.sh kubernetes-session")
+	f.Add("jobmanager", "", "")
+	f.Add("flink", "run", "x")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		r := Classify([]string{a, b, c})
+		if r == Own && a != "streamfusion" {
+			t.Fatalf("only the reserved word selects the own commands: %q", a)
+		}
+	})
+}
