@@ -38,7 +38,22 @@ const (
 )
 
 func main() {
-	os.Exit(run(os.Args, os.Environ(), os.Stdout, os.Stderr))
+	os.Exit(run(os.Args, environ(), os.Stdout, os.Stderr))
+}
+
+// environ returns the environment exactly as the process received it. Go's
+// os.Environ drops the later copies of a repeated variable; Flink's script
+// must see what it would have seen without us, so the block is read from
+// /proc/self/environ when it can be.
+func environ() []string {
+	data, err := os.ReadFile("/proc/self/environ")
+	if err != nil {
+		return os.Environ()
+	}
+	if len(data) == 0 {
+		return []string{}
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
 }
 
 // run is the whole program; it returns the exit status, or does not

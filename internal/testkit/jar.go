@@ -12,6 +12,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"fmt"
+	"hash/crc32"
 	"sort"
 	"strings"
 	"time"
@@ -250,4 +251,44 @@ func classBytes(seed string) []byte {
 // nativeBytes is a stand-in shared library: an ELF header and some body.
 func nativeBytes(seed, platform string) []byte {
 	return append([]byte("\x7fELF\x02\x01\x01"), bytes.Repeat([]byte(fmt.Sprintf("%s/%s;", seed, platform)), 64)...)
+}
+
+// ManyEntries returns a JAR of n empty stored entries after a manifest,
+// written directly (archive/zip is too slow for millions of entries). It
+// stands in for huge JARs: a flink-dist of 45,000 entries, or a hostile
+// central directory of a million.
+func ManyEntries(n int, manifest string) []byte {
+	var body, dir bytes.Buffer
+	le := func(b *bytes.Buffer, vs ...any) {
+		for _, v := range vs {
+			switch x := v.(type) {
+			case uint16:
+				b.Write([]byte{byte(x), byte(x >> 8)})
+			case uint32:
+				b.Write([]byte{byte(x), byte(x >> 8), byte(x >> 16), byte(x >> 24)})
+			}
+		}
+	}
+	add := func(name string, data []byte) {
+		off := uint32(body.Len())
+		crc := crc32.ChecksumIEEE(data)
+		le(&body, uint32(0x04034b50), uint16(10), uint16(0), uint16(0), uint16(0), uint16(0x21), crc, uint32(len(data)), uint32(len(data)), uint16(len(name)), uint16(0))
+		body.WriteString(name)
+		body.Write(data)
+		le(&dir, uint32(0x02014b50), uint16(20), uint16(10), uint16(0), uint16(0), uint16(0), uint16(0x21), crc, uint32(len(data)), uint32(len(data)),
+			uint16(len(name)), uint16(0), uint16(0), uint16(0), uint16(0), uint32(0), off)
+		dir.WriteString(name)
+	}
+	add("META-INF/MANIFEST.MF", []byte(manifest))
+	for i := 0; i < n; i++ {
+		add(fmt.Sprintf("org/example/big/C%07d.class", i), nil)
+	}
+	total := n + 1
+	// Without ZIP64 the end record keeps the count modulo 2^16, as
+	// many writers do; readers count the directory's records instead.
+	count := uint16(total % 0x10000)
+	out := append(body.Bytes(), dir.Bytes()...)
+	var end bytes.Buffer
+	le(&end, uint32(0x06054b50), uint16(0), uint16(0), count, count, uint32(dir.Len()), uint32(body.Len()), uint16(0))
+	return append(out, end.Bytes()...)
 }

@@ -1,0 +1,529 @@
+package main
+
+// End-to-end tests: the built binary, started as a container runtime
+// starts it, against image roots laid out by the test kit, with this test
+// binary re-run as the original entrypoint (helper mode) to report what it
+// received.
+
+import (
+	"bytes"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+)
+
+const helperEnv = "SF_TEST_HELPER"
+
+var binary string // the entrypoint under test
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "original" {
+		helper()
+		return
+	}
+	dir, err := os.MkdirTemp("", "entrypoint-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "entrypoint")
+	build := osexec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", binary, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build entrypoint: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// received is what the helper, standing in for Flink's script, reports.
+type received struct {
+	Args   []string `json:"args"`
+	Env    []string `json:"env"`
+	Raw    [][]byte `json:"raw"` // argv then env, as bytes (JSON strings would mend invalid UTF-8)
+	Cwd    string   `json:"cwd"`
+	FDs    []string `json:"fds"`
+	SigIgn string   `json:"sigIgn"`
+	SigBlk string   `json:"sigBlk"`
+	PID    int      `json:"pid"`
+}
+
+// helperExit is the helper's exit status: the entrypoint must pass it on.
+const helperExit = 3
+
+func helper() {
+	r := received{Args: os.Args, Env: os.Environ(), PID: os.Getpid()}
+	for _, s := range os.Args {
+		r.Raw = append(r.Raw, []byte(s))
+	}
+	block, _ := os.ReadFile("/proc/self/environ") // os.Environ drops repeated variables
+	for _, s := range bytes.Split(bytes.TrimSuffix(block, []byte{0}), []byte{0}) {
+		r.Raw = append(r.Raw, s)
+	}
+	r.Cwd, _ = os.Getwd()
+	self, _ := filepath.EvalSymlinks("/proc/self/fd")
+	entries, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range entries {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		if target == self || strings.HasPrefix(target, "anon_inode:") {
+			continue // the listing's own descriptor; Go runtime's epoll/pidfd
+		}
+		r.FDs = append(r.FDs, e.Name())
+	}
+	status, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "SigIgn:\t"); ok {
+			r.SigIgn = v
+		}
+		if v, ok := strings.CutPrefix(line, "SigBlk:\t"); ok {
+			r.SigBlk = v
+		}
+	}
+	json.NewEncoder(os.Stdout).Encode(r)
+	os.Exit(helperExit)
+}
+
+// image is an image root on disk and the environment a container of it
+// would run with.
+type image struct {
+	root, termLog string
+	env           []string
+}
+
+func newImage(t *testing.T, d testkit.Dist) *image {
+	t.Helper()
+	root := t.TempDir()
+	require.NoError(t, d.Write(root))
+	self, err := os.Executable()
+	require.NoError(t, err)
+	im := &image{root: root, termLog: filepath.Join(root, "termination-log")}
+	require.NoError(t, os.WriteFile(im.termLog, nil, 0o644))
+	im.env = []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"FLINK_HOME=" + filepath.Join(root, testkit.FlinkHome),
+		"JAVA_HOME=" + filepath.Join(root, testkit.JavaHome),
+		"STREAMFUSION_ORIGINAL_ENTRYPOINT=" + self,
+		"STREAMFUSION_TERMINATION_LOG=" + im.termLog,
+		helperEnv + "=original",
+	}
+	return im
+}
+
+func (im *image) lib(name string) string { return filepath.Join(im.root, testkit.LibDir, name) }
+
+type result struct {
+	code           int
+	stdout, stderr string
+	got            *received // set when the helper ran
+}
+
+// start runs the entrypoint as /docker-entrypoint.sh with args.
+func (im *image) start(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := im.command(env, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return finish(t, err, stdout.String(), stderr.String())
+}
+
+func (im *image) command(env []string, args ...string) *osexec.Cmd {
+	cmd := osexec.Command(binary, args...)
+	cmd.Args[0] = "/docker-entrypoint.sh"
+	cmd.Env = append(append([]string(nil), im.env...), env...)
+	cmd.Dir = im.root
+	return cmd
+}
+
+func finish(t *testing.T, err error, stdout, stderr string) result {
+	t.Helper()
+	r := result{stdout: stdout, stderr: stderr}
+	var exit *osexec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.code = exit.ExitCode()
+		if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.code = 128 + int(ws.Signal())
+		}
+	case err != nil:
+		t.Fatalf("run entrypoint: %v", err)
+	}
+	if strings.HasPrefix(stdout, "{") {
+		r.got = &received{}
+		require.NoError(t, json.Unmarshal([]byte(stdout), r.got), stdout)
+	}
+	return r
+}
+
+func TestAdmittedHandsOffByteExact(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1"))
+	args := []string{"jobmanager", "-Drest.port=8081", "two words", "", "tab\there", "non-utf8-\xff\xfe"}
+	extra := []string{"WEIRD=a=b=c", "EMPTY=", "UNICODE=ünïcødé", "DUP=first", "DUP=second", "NOEQUALS"}
+	argv := append([]string{"/docker-entrypoint.sh"}, args...)
+	env := append(append([]string(nil), im.env...), extra...)
+	r := startRaw(t, im.root, argv, env)
+	require.Equal(t, helperExit, r.code, "the original's exit status is the container's: stderr %s", r.stderr)
+	require.NotNil(t, r.got, "the original entrypoint ran")
+	var want [][]byte
+	for _, s := range append(append([]string(nil), argv...), env...) {
+		want = append(want, []byte(s))
+	}
+	assert.Equal(t, want, r.got.Raw, "argv (argv[0] too) and environment byte-exact: order, duplicates, entries without '=', invalid UTF-8")
+	assert.Equal(t, im.root, r.got.Cwd)
+	assert.Contains(t, r.stderr, "admitted jobmanager: Flink 2.2.1 (line 2.2, supported)")
+	assert.NotContains(t, r.stdout, "streamfusion:", "stdout belongs to Flink")
+	term, _ := os.ReadFile(im.termLog)
+	assert.Empty(t, term, "no termination message on success")
+
+	// What the original would have inherited started directly.
+	base := direct(t, im, args...)
+	assert.Equal(t, base.FDs, r.got.FDs, "no descriptors beyond what the runtime passed")
+	assert.Equal(t, base.SigIgn, r.got.SigIgn, "no ignored signals added")
+	assert.Equal(t, base.SigBlk, r.got.SigBlk, "no signals left blocked")
+}
+
+// startRaw starts the entrypoint with exactly argv and env: os/exec would
+// drop duplicate variables before the entrypoint saw them.
+func startRaw(t *testing.T, dir string, argv, env []string) result {
+	t.Helper()
+	out, err := os.CreateTemp(t.TempDir(), "stdout")
+	require.NoError(t, err)
+	errf, err := os.CreateTemp(t.TempDir(), "stderr")
+	require.NoError(t, err)
+	p, err := os.StartProcess(binary, argv, &os.ProcAttr{Dir: dir, Env: env, Files: []*os.File{nil, out, errf}})
+	require.NoError(t, err)
+	st, err := p.Wait()
+	require.NoError(t, err)
+	stdout, _ := os.ReadFile(out.Name())
+	stderr, _ := os.ReadFile(errf.Name())
+	r := finish(t, nil, string(stdout), string(stderr))
+	r.code = st.ExitCode()
+	return r
+}
+
+// direct starts the helper directly, without the entrypoint.
+func direct(t *testing.T, im *image, args ...string) *received {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	cmd := osexec.Command(self, args...)
+	cmd.Env = im.env
+	out, _ := cmd.Output()
+	var r received
+	require.NoError(t, json.Unmarshal(out, &r), string(out))
+	return &r
+}
+
+func TestRefusedRenamedExtensionOfOtherLine(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1").With(testkit.Placed{Name: "kafka-connector.jar", Payload: testkit.Extension("avro", "1.18", "0.1.0")}))
+	r := im.start(t, nil, "taskmanager")
+	assert.Equal(t, 78, r.code)
+	assert.Nil(t, r.got, "nothing was started")
+	assert.Empty(t, r.stdout)
+	for _, want := range []string{im.lib("kafka-connector.jar"), "line 1.18", "line 2.2", "Flink 2.2.1", "[payload-line]"} {
+		assert.Contains(t, r.stderr, want)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	last := lines[len(lines)-1]
+	assert.True(t, strings.HasPrefix(last, "StreamFusion refused to start taskmanager (1 error(s)): "), last)
+	term, err := os.ReadFile(im.termLog)
+	require.NoError(t, err)
+	assert.Equal(t, last, string(term), "the summary is the termination message")
+}
+
+func TestTerminationMessageIsBoundedAndNeverCreated(t *testing.T) {
+	t.Parallel()
+	d := testkit.Good("2.2.1")
+	for i := range 60 {
+		d = d.With(testkit.Placed{Name: fmt.Sprintf("renamed-extension-with-a-rather-long-file-name-%02d.jar", i), Payload: testkit.Extension(fmt.Sprintf("x%02d", i), "1.18", "0.1.0")})
+	}
+	im := newImage(t, d)
+	r := im.start(t, nil, "jobmanager")
+	require.Equal(t, 78, r.code)
+	term, err := os.ReadFile(im.termLog)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(term), 4096)
+	assert.Greater(t, len(term), 3000)
+	assert.Contains(t, r.stderr, "renamed-extension-with-a-rather-long-file-name-59.jar", "stderr has every finding")
+
+	missing := filepath.Join(t.TempDir(), "termination-log")
+	r = im.start(t, []string{"STREAMFUSION_TERMINATION_LOG=" + missing}, "jobmanager")
+	require.Equal(t, 78, r.code)
+	assert.NoFileExists(t, missing, "the termination-message file is written, never created")
+}
+
+func TestJSONLogs(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1").Replace("streamfusion-json", testkit.Extension("json", "2.2", "0.2.0")))
+	r := im.start(t, []string{"STREAMFUSION_LOG_FORMAT=json"}, "jobmanager")
+	require.Equal(t, 78, r.code)
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	require.GreaterOrEqual(t, len(lines), 2)
+	for _, line := range lines[:len(lines)-1] {
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+		assert.Equal(t, "error", ev["level"])
+		assert.Equal(t, "payload-version", ev["rule"])
+		assert.Equal(t, im.lib("streamfusion-json-0.1.0.jar"), ev["path"])
+		assert.Equal(t, "version 0.2.0", ev["found"])
+		assert.Equal(t, "version 0.1.0", ev["required"])
+	}
+	assert.True(t, strings.HasPrefix(lines[len(lines)-1], "StreamFusion refused"), "a plain summary ends the output")
+}
+
+func TestRoles(t *testing.T) {
+	t.Parallel()
+	good := newImage(t, testkit.Good("2.2.1"))
+	bad := newImage(t, testkit.Good("2.2.1").With(testkit.Placed{Name: "x.jar", Payload: testkit.Extension("avro", "1.18", "0.1.0")}))
+	broken := []string{"FLINK_HOME=/nonexistent", "JAVA_HOME=/nonexistent", "STREAMFUSION_STRICT=not-a-bool"}
+	admitted := [][]string{
+		{"jobmanager"},
+		{"standalone-job", "--job-classname", "com.example.Job"},
+		{"taskmanager"},
+		{"history-server"},
+		{"bash", "-c", "kubernetes-jobmanager.sh kubernetes-session"},
+		{"bash", "-c", "kubernetes-taskmanager.sh -Dtaskmanager.resource-id=tm-1"},
+		{"flink", "run", "job.jar"},
+		{"bin/sql-client.sh"},
+		{"sql-gateway.sh", "start-foreground"},
+	}
+	for _, args := range admitted {
+		r := good.start(t, nil, args...)
+		require.Equal(t, helperExit, r.code, "%q: %s", args, r.stderr)
+		assert.Equal(t, args, r.got.Args[1:])
+		assert.Contains(t, r.stderr, "admitted", "%q", args)
+		r = bad.start(t, nil, args...)
+		assert.Equal(t, 78, r.code, "%q is checked", args)
+		assert.Nil(t, r.got)
+	}
+	for _, args := range [][]string{{"help"}, {"bash"}, {"sh", "-c", "ls /opt/flink/lib"}, {"ls", "-l"}, {}} {
+		// Pass-through reads nothing: it works with a broken image and broken settings.
+		r := bad.start(t, broken, args...)
+		require.Equal(t, helperExit, r.code, "%q: %s", args, r.stderr)
+		assert.Equal(t, args, r.got.Args[1:])
+		assert.Empty(t, r.stderr, "%q", args)
+	}
+}
+
+func TestOriginalEntrypointFailures(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1"))
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "not-executable.sh")
+	require.NoError(t, os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o644))
+	for _, c := range []struct {
+		original string
+		code     int
+	}{
+		{filepath.Join(dir, "missing.sh"), 127},
+		{plain, 126},
+		{dir, 126},
+		{"docker-entrypoint.sh", 64},
+	} {
+		for _, args := range [][]string{{"jobmanager"}, {"help"}} {
+			r := im.start(t, []string{"STREAMFUSION_ORIGINAL_ENTRYPOINT=" + c.original}, args...)
+			assert.Equal(t, c.code, r.code, "%s %q: %s", c.original, args, r.stderr)
+			assert.Contains(t, r.stderr, c.original)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1"))
+	for _, kv := range []string{"STREAMFUSION_STRICT=maybe", "STREAMFUSION_LOG_FORMAT=xml", "STREAMFUSION_ADMISSION_TIMEOUT=never"} {
+		r := im.start(t, []string{kv}, "jobmanager")
+		assert.Equal(t, 64, r.code, kv)
+		assert.Contains(t, r.stderr, strings.SplitN(kv, "=", 2)[0])
+		assert.Nil(t, r.got)
+	}
+	r := im.start(t, []string{"STREAMFUSION_LOG_LEVEL=loud"}, "jobmanager")
+	assert.Equal(t, helperExit, r.code)
+	assert.Contains(t, r.stderr, "STREAMFUSION_LOG_LEVEL=\"loud\"")
+	assert.Contains(t, r.stderr, "admitted", "an invalid level means info")
+}
+
+func TestStrictRefusesExperimental(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("1.18.1"))
+	r := im.start(t, nil, "jobmanager")
+	require.Equal(t, helperExit, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "WARN [line-experimental]")
+	r = im.start(t, []string{"STREAMFUSION_STRICT=true"}, "jobmanager")
+	assert.Equal(t, 78, r.code)
+	assert.Contains(t, r.stderr, "STREAMFUSION_STRICT=true")
+}
+
+// bigImage is a good image with one more JAR whose central directory is
+// long enough that admission is still reading it when the test acts.
+func bigImage(t *testing.T) (*image, string) {
+	t.Helper()
+	im := newImage(t, testkit.Good("2.2.1"))
+	big := im.lib("zz-big-job-dependencies.jar")
+	require.NoError(t, os.WriteFile(big, testkit.ManyEntries(1_500_000, testkit.Manifest("Implementation-Title", "big")), 0o644))
+	return im, big
+}
+
+// stopWhileReading starts the entrypoint and stops it (SIGSTOP) while it
+// holds file open, still in admission.
+func stopWhileReading(t *testing.T, cmd *osexec.Cmd, file string) {
+	t.Helper()
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if holds(cmd.Process.Pid, file) {
+			require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
+			exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", cmd.Process.Pid))
+			require.Equal(t, binary, exe, "stopped during admission, before the hand-off")
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the entrypoint never opened " + file)
+		}
+	}
+}
+
+func holds(pid int, file string) bool {
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if target, _ := os.Readlink(dir + "/" + e.Name()); target == file {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSignalDuringAdmission(t *testing.T) {
+	t.Parallel()
+	im, big := bigImage(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		cmd := im.command(nil, "jobmanager")
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		stopWhileReading(t, cmd, big)
+		require.NoError(t, cmd.Process.Signal(sig))
+		require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
+		r := finish(t, cmd.Wait(), stdout.String(), stderr.String())
+		assert.Equal(t, 128+int(sig), r.code, "%s: %s", sig, r.stderr)
+		assert.Nil(t, r.got, "nothing handed off")
+		assert.Contains(t, r.stderr, "during admission")
+	}
+}
+
+func TestAdmissionDeadline(t *testing.T) {
+	t.Parallel()
+	im, big := bigImage(t)
+	cmd := im.command([]string{"STREAMFUSION_ADMISSION_TIMEOUT=300ms"}, "jobmanager")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stopWhileReading(t, cmd, big)
+	time.Sleep(600 * time.Millisecond) // stopped past the deadline
+	require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
+	r := finish(t, cmd.Wait(), stdout.String(), stderr.String())
+	assert.Equal(t, 75, r.code, r.stderr)
+	assert.Nil(t, r.got)
+	assert.Contains(t, r.stderr, "did not finish within 300ms")
+	assert.Contains(t, r.stderr, big, "names the file it was reading")
+	term, _ := os.ReadFile(im.termLog)
+	assert.Contains(t, string(term), "did not finish")
+}
+
+func TestOwnCommands(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1"))
+	r := im.start(t, nil, "streamfusion", "check")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "StreamFusion admission: ADMITTED")
+	assert.Nil(t, r.got, "own commands never hand off")
+
+	r = im.start(t, nil, "streamfusion", "check", "--json")
+	assert.Equal(t, 0, r.code)
+	var rep struct {
+		Admitted  bool     `json:"admitted"`
+		Flink     string   `json:"flink"`
+		Classpath []string `json:"classpath"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	assert.True(t, rep.Admitted)
+	assert.Equal(t, "2.2.1", rep.Flink)
+	assert.True(t, strings.HasSuffix(rep.Classpath[len(rep.Classpath)-1], "flink-dist-2.2.1.jar"), "flink-dist last")
+
+	bad := newImage(t, testkit.Good("2.2.1").Without("streamfusion-core"))
+	r = bad.start(t, nil, "streamfusion", "check")
+	assert.Equal(t, 78, r.code)
+	assert.Contains(t, r.stdout, "[core-missing]")
+	term, _ := os.ReadFile(bad.termLog)
+	assert.Empty(t, term, "check is not a container start")
+
+	r = im.start(t, nil, "streamfusion", "inspect", im.lib("streamfusion-kafka-0.1.0.jar"), im.lib("flink-json-2.2.1.jar"))
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "extension streamfusion-kafka 0.1.0 (line 2.2), artifact tech.streamfusion:streamfusion-kafka")
+	assert.Contains(t, r.stdout, "flink-json-2.2.1.jar: not StreamFusion content")
+	r = im.start(t, nil, "streamfusion", "inspect", "--json", im.lib("streamfusion-loader-0.1.0.jar"))
+	assert.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, `"embeddedCore"`)
+	r = im.start(t, nil, "streamfusion", "inspect", filepath.Join(im.root, "missing.jar"))
+	assert.Equal(t, 78, r.code)
+	assert.Contains(t, r.stdout, "cannot read")
+
+	r = im.start(t, nil, "streamfusion", "rules")
+	assert.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, "payload-line")
+	r = im.start(t, nil, "streamfusion", "version")
+	assert.Equal(t, 0, r.code)
+	assert.True(t, strings.HasPrefix(r.stdout, "streamfusion-entrypoint "))
+	for _, args := range [][]string{{"streamfusion"}, {"streamfusion", "bogus"}, {"streamfusion", "inspect"}, {"streamfusion", "check", "--bogus"}} {
+		r = im.start(t, nil, args...)
+		assert.Equal(t, 64, r.code, "%q", args)
+	}
+}
+
+// The catalogue in the README is the binary's own: regenerate it with
+// `bin/entrypoint streamfusion rules --markdown`.
+func TestReadmeCatalogueIsCurrent(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.Equal(t, 0, rules(true, &out))
+	assert.Contains(t, string(readme), out.String(), "README rule catalogue is stale: regenerate it with `bin/entrypoint streamfusion rules --markdown`")
+}
+
+func TestBinaryIsStaticAndLinksNoNetworkCode(t *testing.T) {
+	t.Parallel()
+	out, err := osexec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", ".").Output()
+	require.NoError(t, err)
+	deps := strings.Fields(string(out))
+	sort.Strings(deps)
+	for _, forbidden := range []string{"net/http", "crypto/tls", "crypto/x509", "github.com/google/go-containerregistry"} {
+		for _, d := range deps {
+			assert.False(t, d == forbidden || strings.HasPrefix(d, forbidden+"/"), "the entrypoint links %s", d)
+		}
+	}
+	f, err := elf.Open(binary)
+	require.NoError(t, err)
+	defer f.Close()
+	for _, p := range f.Progs {
+		assert.NotEqual(t, elf.PT_INTERP, p.Type, "static binary: no ELF interpreter")
+		assert.NotEqual(t, elf.PT_DYNAMIC, p.Type, "static binary: no dynamic section")
+	}
+}
