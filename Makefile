@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build test lint demo clean
+.PHONY: build test lint demo fuzz clean
 
 build: bin/entrypoint
 
@@ -19,6 +19,14 @@ lint:
 	go vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@if command -v golangci-lint >/dev/null; then golangci-lint run; else echo "golangci-lint not installed: vet and gofmt only"; fi
+
+# Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.
+FUZZTIME ?= 10s
+FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested \
+	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; go test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME); done
 
 demo: build
 	go run ./demo -entrypoint bin/entrypoint

@@ -378,7 +378,7 @@ func bigImage(t *testing.T) (*image, string) {
 	t.Helper()
 	im := newImage(t, testkit.Good("2.2.1"))
 	big := im.lib("zz-big-job-dependencies.jar")
-	require.NoError(t, os.WriteFile(big, testkit.ManyEntries(1_500_000, testkit.Manifest("Implementation-Title", "big")), 0o644))
+	require.NoError(t, os.WriteFile(big, testkit.ManyEntries(200_000, testkit.Manifest("Implementation-Title", "big")), 0o644))
 	return im, big
 }
 

@@ -32,10 +32,15 @@ var Matrix = []Release{
 	{version.Must(version.NewVersion("1.18.1")), "1.18", Experimental},
 }
 
+var reRelease = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+
 // Lookup returns the release of a Flink version string, or nil.
 func Lookup(v string) *Release {
+	if !reRelease.MatchString(v) {
+		return nil
+	}
 	parsed, err := version.NewVersion(v)
-	if err != nil || parsed.Prerelease() != "" || parsed.Metadata() != "" || len(strings.Split(v, ".")) != 3 {
+	if err != nil {
 		return nil
 	}
 	for i := range Matrix {

@@ -139,6 +139,9 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progr
 	var err error
 feed:
 	for i := range names {
+		if err = ctx.Err(); err != nil {
+			break
+		}
 		select {
 		case next <- i:
 		case <-ctx.Done():
