@@ -82,4 +82,3 @@ func FuzzNested(f *testing.F) {
 		}
 	})
 }
-
