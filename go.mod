@@ -11,4 +11,5 @@ require (
 	github.com/rs/zerolog v1.35.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.29.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 )

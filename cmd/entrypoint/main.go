@@ -174,7 +174,7 @@ func settings(cfg config.Config) host.Settings {
 		arch = utsString(uts.Machine[:])
 	}
 	return host.Settings{LibDir: cfg.LibDir, PluginsDir: cfg.PluginsDir, JavaHome: cfg.JavaHome, Path: cfg.Path,
-		OS: "linux", Arch: arch, Strict: cfg.Strict}
+		OS: "linux", Arch: arch, Strict: cfg.Strict, Locale: cfg.Locale}
 }
 
 func utsString(b []int8) string {

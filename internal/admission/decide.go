@@ -15,6 +15,7 @@ type Facts struct {
 	LibDir    string         // absolute
 	LibErr    error          // lib is missing or cannot be listed: nothing else was read
 	Classpath []*payload.JAR // every *.jar below lib, in classpath order
+	Order     string         // how the classpath was ordered (the locale's collation or bytes)
 	Usrlib    []*payload.JAR // job JARs beside lib
 	Plugins   []*payload.JAR // JARs below plugins/
 

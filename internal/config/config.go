@@ -32,6 +32,7 @@ type Config struct {
 	PluginsDir string // FLINK_PLUGINS_DIR, default $FLINK_HOME/plugins
 	JavaHome   string // JAVA_HOME; empty: the java on PATH
 	Path       string // PATH, for finding java
+	Locale     string // LC_ALL, else LC_COLLATE, else LANG: orders the classpath as sort(1) does
 
 	Original       string        // STREAMFUSION_ORIGINAL_ENTRYPOINT: Flink's script, absolute
 	JSON           bool          // STREAMFUSION_LOG_FORMAT=json (default text)
@@ -81,6 +82,7 @@ func FromEnv(env []string) (Config, error) {
 		Level:          zerolog.InfoLevel,
 	}
 	c.LibDir = get(env, "FLINK_LIB_DIR", path.Join(c.FlinkHome, "lib"))
+	c.Locale = get(env, "LC_ALL", get(env, "LC_COLLATE", get(env, "LANG", "")))
 	c.PluginsDir = get(env, "FLINK_PLUGINS_DIR", path.Join(c.FlinkHome, "plugins"))
 	var errs []error
 	var err error

@@ -70,3 +70,17 @@ func TestUsageErrors(t *testing.T) {
 		assert.True(t, errors.Is(err, ErrUsage), kv)
 	}
 }
+
+func TestLocalePrecedence(t *testing.T) {
+	t.Parallel()
+	for want, env := range map[string][]string{
+		"a": {"LANG=c", "LC_COLLATE=b", "LC_ALL=a"},
+		"b": {"LANG=c", "LC_COLLATE=b", "LC_ALL="},
+		"c": {"LANG=c"},
+		"":  nil,
+	} {
+		c, err := FromEnv(env)
+		require.NoError(t, err)
+		assert.Equal(t, want, c.Locale, "%q", env)
+	}
+}

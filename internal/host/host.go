@@ -32,8 +32,9 @@ type Settings struct {
 	Path       string // PATH
 	OS, Arch   string // platform, as uname reports it (x86_64, aarch64, arm64)
 	Strict     bool
-	Order      Order // classpath order; nil: byte order
-	Workers    int   // JARs read at once; 0: 2
+	Locale     string // the collation locale (LC_ALL, LC_COLLATE, LANG); see OrderFor
+	Order      Order  // classpath order; nil: the order of Locale
+	Workers    int    // JARs read at once; 0: 2
 }
 
 // Progress tells which files a running Gather is reading, so a caller that
@@ -91,7 +92,7 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	}
 	order := s.Order
 	if order == nil {
-		order = ByteOrder
+		order, f.Order = OrderFor(fsys, s.Locale)
 	}
 	names = Classpath(names, order)
 	usrlib, _ := List(fsys, path.Join(path.Dir(path.Clean(s.LibDir)), "usrlib"))

@@ -94,3 +94,25 @@ func TestGatherReadsEveryJAROnce(t *testing.T) {
 	_, err = Gather(ctx, fsys, Settings{LibDir: "/opt/flink/lib"}, nil)
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+func TestGatherOrdersByTheImageLocale(t *testing.T) {
+	t.Parallel()
+	fsys := fstest.MapFS{
+		"usr/lib/locale/locale-archive":          {Data: []byte("x")},
+		"opt/flink/lib/streamfusion-csv.jar":     {Data: testkit.JAR(testkit.Manifest("A", "b"))},
+		"opt/flink/lib/streamfusioncore.jar":     {Data: testkit.JAR(testkit.Manifest("A", "b"))},
+		"opt/flink/lib/flink-dist-2.2.1.jar":     {Data: testkit.JAR(testkit.Manifest("A", "b"))},
+		"opt/flink/lib/zz/flink-dist-extras.jar": {Data: testkit.JAR(testkit.Manifest("A", "b"))},
+	}
+	order := func(locale string) []string {
+		f, err := Gather(context.Background(), fsys, Settings{LibDir: "/opt/flink/lib", Locale: locale}, nil)
+		require.NoError(t, err)
+		var names []string
+		for _, j := range f.Classpath {
+			names = append(names, j.Path[len("/opt/flink/lib/"):])
+		}
+		return names
+	}
+	assert.Equal(t, []string{"streamfusioncore.jar", "streamfusion-csv.jar", "flink-dist-2.2.1.jar", "zz/flink-dist-extras.jar"}, order("en_US.UTF-8"))
+	assert.Equal(t, []string{"streamfusion-csv.jar", "streamfusioncore.jar", "flink-dist-2.2.1.jar", "zz/flink-dist-extras.jar"}, order("C.UTF-8"))
+}

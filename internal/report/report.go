@@ -139,6 +139,7 @@ type Report struct {
 	Platform  string                `json:"platform"`
 	Libc      string                `json:"libc"`
 	LibDir    string                `json:"libDir"`
+	Order     string                `json:"classpathOrder"`
 	Classpath []string              `json:"classpath"`
 	Payloads  []*admission.Identity `json:"payloads"`
 	Findings  []admission.Finding   `json:"findings"`
@@ -147,7 +148,7 @@ type Report struct {
 // New builds the report of a decision.
 func New(f *admission.Facts, d *admission.Decision) Report {
 	r := Report{Admitted: d.Admitted(), Flink: d.Flink, Line: d.Line, Support: d.Support, JDK: d.JDK,
-		Platform: d.Platform, Libc: d.Libc, LibDir: f.LibDir, Payloads: d.Payloads, Findings: d.Findings,
+		Platform: d.Platform, Libc: d.Libc, LibDir: f.LibDir, Order: f.Order, Payloads: d.Payloads, Findings: d.Findings,
 		Classpath: []string{}}
 	for _, j := range f.Classpath {
 		r.Classpath = append(r.Classpath, j.Path)
@@ -182,7 +183,7 @@ func (r Report) Text(w io.Writer) error {
 	fmt.Fprintf(&b, "  Flink     %s (line %s, %s)\n", or(r.Flink, "unknown"), or(r.Line, "unknown"), or(string(r.Support), "not supported"))
 	fmt.Fprintf(&b, "  Java      %s\n", or(r.JDK, "unknown"))
 	fmt.Fprintf(&b, "  platform  %s, %s\n", r.Platform, r.Libc)
-	fmt.Fprintf(&b, "  lib       %s (%d JARs)\n", r.LibDir, len(r.Classpath))
+	fmt.Fprintf(&b, "  lib       %s (%d JARs, %s)\n", r.LibDir, len(r.Classpath), r.Order)
 	if len(r.Payloads) > 0 {
 		b.WriteString("payloads, in classpath order:\n")
 		for _, id := range r.Payloads {
