@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build test lint demo fuzz clean
+.PHONY: build test test-real lint demo fuzz clean
 
 build: bin/entrypoint
 
@@ -14,6 +14,12 @@ FORCE:
 
 test:
 	go test -race -shuffle=on -count=1 ./...
+
+# Real Flink release JARs by Maven coordinates, cached outside the repository.
+FLINK_JARS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/streamfusion/flink-jars
+test-real:
+	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
+	STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
 
 lint:
 	go vet ./...
