@@ -3,12 +3,21 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build test test-real lint demo fuzz clean
+.PHONY: build dist test test-real lint demo fuzz clean
 
-build: bin/entrypoint
+build: bin/entrypoint bin/streamfusion-image
 
 bin/entrypoint: FORCE
 	$(GOBUILD) -o $@ ./cmd/entrypoint
+
+bin/streamfusion-image: FORCE
+	$(GOBUILD) -o $@ ./cmd/streamfusion-image
+
+# Static entrypoints for both image platforms, with checksums.
+dist: FORCE
+	mkdir -p dist
+	for arch in amd64 arm64; do GOOS=linux GOARCH=$$arch $(GOBUILD) -o dist/entrypoint-linux-$$arch ./cmd/entrypoint; done
+	cd dist && sha256sum entrypoint-linux-* > SHA256SUMS
 
 FORCE:
 
@@ -29,7 +38,7 @@ lint:
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested \
-	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify
+	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; go test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME); done
@@ -38,4 +47,4 @@ demo: build
 	go run ./demo -entrypoint bin/entrypoint
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

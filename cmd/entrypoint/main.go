@@ -173,8 +173,7 @@ func settings(cfg config.Config) host.Settings {
 	if err := syscall.Uname(&uts); err == nil {
 		arch = utsString(uts.Machine[:])
 	}
-	return host.Settings{LibDir: cfg.LibDir, PluginsDir: cfg.PluginsDir, JavaHome: cfg.JavaHome, Path: cfg.Path,
-		OS: "linux", Arch: arch, Strict: cfg.Strict, Locale: cfg.Locale}
+	return host.FromConfig(cfg, "linux", arch)
 }
 
 func utsString(b []int8) string {

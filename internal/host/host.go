@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
@@ -35,6 +36,13 @@ type Settings struct {
 	Locale     string // the collation locale (LC_ALL, LC_COLLATE, LANG); see OrderFor
 	Order      Order  // classpath order; nil: the order of Locale
 	Workers    int    // JARs read at once; 0: 2
+}
+
+// FromConfig returns the settings of the entrypoint's configuration on a
+// platform (GOOS-style os, uname or OCI architecture).
+func FromConfig(c config.Config, goos, arch string) Settings {
+	return Settings{LibDir: c.LibDir, PluginsDir: c.PluginsDir, JavaHome: c.JavaHome, Path: c.Path,
+		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale}
 }
 
 // Progress tells which files a running Gather is reading, so a caller that

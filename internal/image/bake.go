@@ -1,0 +1,265 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"debug/elf"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"testing/fstest"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// The layout every StreamFusion image has; the Dockerfile lays out the same
+// paths (a test holds the two together).
+const (
+	EntrypointPath = "/docker-entrypoint.sh"
+	OriginalPath   = config.DefaultOriginal // Flink's own script, moved aside
+	EntrypointMode = 0o555
+	PayloadMode    = 0o644
+)
+
+// Annotations added to baked manifests.
+const (
+	AnnotationBaseName   = "org.opencontainers.image.base.name"
+	AnnotationBaseDigest = "org.opencontainers.image.base.digest"
+)
+
+// File is a payload JAR to install.
+type File struct {
+	Name string // file name in lib
+	Data []byte
+}
+
+// BakeOptions say what bake adds.
+type BakeOptions struct {
+	Entrypoint []byte // the entrypoint binary for the image's platform
+	Payloads   []File
+	Epoch      int64 // SOURCE_DATE_EPOCH: every timestamp bake writes
+	BaseName   string
+}
+
+// Refused is an image that would not start: its findings.
+type Refused struct {
+	Platform v1.Platform
+	Decision *admission.Decision
+}
+
+func (r *Refused) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the %s image would be refused at start:", r.Platform.String())
+	for _, f := range r.Decision.Errors() {
+		b.WriteString("\n  [" + f.Rule + "] " + f.Text())
+	}
+	return b.String()
+}
+
+// Bake appends the StreamFusion layer to one image and verifies the result.
+func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Result, error) {
+	cfg, err := base.ConfigFile()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read base config: %w", err)
+	}
+	if err := checkMachine(opt.Entrypoint, cfg.Architecture); err != nil {
+		return nil, nil, err
+	}
+	c, err := config.FromEnv(cfg.Config.Env)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	want := wanted(c)
+	fsys, err := Flatten(base, func(name string) Keep {
+		if name == strings.TrimPrefix(EntrypointPath, "/") || name == strings.TrimPrefix(OriginalPath, "/") {
+			return Contents
+		}
+		return want(name)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	layer, err := bakeLayer(fsys, c.LibDir, opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	mt, err := base.MediaType()
+	if err != nil {
+		return nil, nil, err
+	}
+	layerType := types.OCILayer
+	if mt == types.DockerManifestSchema2 {
+		layerType = types.DockerLayer
+	}
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer)), nil }, tarball.WithMediaType(layerType))
+	if err != nil {
+		return nil, nil, err
+	}
+	created := v1.Time{Time: epoch(opt.Epoch)}
+	img, err := mutate.Append(base, mutate.Addendum{Layer: l, MediaType: layerType, History: v1.History{
+		Created: created, CreatedBy: "streamfusion-image bake", Comment: "StreamFusion entrypoint and payloads",
+	}})
+	if err != nil {
+		return nil, nil, err
+	}
+	if img, err = mutate.CreatedAt(img, created); err != nil {
+		return nil, nil, err
+	}
+	anns := map[string]string{}
+	if opt.BaseName != "" {
+		anns[AnnotationBaseName] = opt.BaseName
+	}
+	if d, err := base.Digest(); err == nil {
+		anns[AnnotationBaseDigest] = d.String()
+	}
+	img = mutate.Annotations(img, anns).(v1.Image)
+	res, err := Verify(ctx, img)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
+	}
+	if !res.Decision.Admitted() {
+		return nil, res, &Refused{Platform: res.Platform, Decision: res.Decision}
+	}
+	return img, res, nil
+}
+
+// bakeLayer writes the layer: the entrypoint, Flink's script moved aside
+// (unless a bake before us did), the payloads, and whiteouts for the
+// StreamFusion payloads of an earlier bake that this one replaces.
+func bakeLayer(base fstest.MapFS, libDir string, opt BakeOptions) ([]byte, error) {
+	entries := map[string]*tar.Header{}
+	data := map[string][]byte{}
+	add := func(name string, mode int64, b []byte) {
+		entries[name] = &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(b)), ModTime: epoch(opt.Epoch), Format: tar.FormatPAX}
+		data[name] = b
+	}
+	orig := strings.TrimPrefix(OriginalPath, "/")
+	if _, err := fs.Stat(base, orig); err != nil {
+		script, mode, err := readFollowing(base, strings.TrimPrefix(EntrypointPath, "/"))
+		if err != nil {
+			return nil, fmt.Errorf("the base image has no %s to keep at %s: %w", EntrypointPath, OriginalPath, err)
+		}
+		entries[path.Dir(orig)+"/"] = &tar.Header{Typeflag: tar.TypeDir, Name: path.Dir(orig) + "/", Mode: 0o755, ModTime: epoch(opt.Epoch), Format: tar.FormatPAX}
+		add(orig, int64(mode|0o111), script)
+	}
+	add(strings.TrimPrefix(EntrypointPath, "/"), EntrypointMode, opt.Entrypoint)
+
+	lib := strings.TrimPrefix(path.Clean("/"+libDir), "/")
+	fresh := map[string]bool{}
+	for _, p := range opt.Payloads {
+		if p.Name == "" || strings.Contains(p.Name, "/") || !strings.HasSuffix(p.Name, ".jar") {
+			return nil, fmt.Errorf("payload file name %q: want a plain *.jar name", p.Name)
+		}
+		fresh[p.Name] = true
+		add(lib+"/"+p.Name, PayloadMode, p.Data)
+	}
+	if len(opt.Payloads) > 0 {
+		// Re-baking replaces the payloads of the bake before.
+		old, _ := fs.ReadDir(base, lib)
+		for _, e := range old {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".jar") || fresh[e.Name()] {
+				continue
+			}
+			j := payload.Open(base, lib+"/"+e.Name(), payload.Options{})
+			if id := admission.Identify(j); id != nil {
+				wh := lib + "/.wh." + e.Name()
+				entries[wh] = &tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o644, ModTime: epoch(opt.Epoch), Format: tar.FormatPAX}
+			}
+		}
+	}
+	names := make([]string, 0, len(entries))
+	for n := range entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, n := range names {
+		if err := tw.WriteHeader(entries[n]); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data[n]); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func readFollowing(fsys fstest.MapFS, name string) ([]byte, fs.FileMode, error) {
+	target, info, err := payload.Resolve(fsys, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("/%s is not a regular file", target)
+	}
+	b, err := fs.ReadFile(fsys, target)
+	return b, info.Mode().Perm(), err
+}
+
+// checkMachine refuses an entrypoint built for another architecture than
+// the image's: it would fail with "exec format error" at every start.
+func checkMachine(bin []byte, arch string) error {
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		return fmt.Errorf("the entrypoint is not an ELF binary: %w", err)
+	}
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]
+	if want == 0 {
+		return fmt.Errorf("no entrypoint for image architecture %q (built: linux/amd64, linux/arm64)", arch)
+	}
+	if f.Machine != want {
+		return fmt.Errorf("the entrypoint is built for %s, the image is %s: use the %s build (make dist)", f.Machine, arch, arch)
+	}
+	return nil
+}
+
+// BakeAll bakes every image of the source (those of the platform asked
+// for, when one is), and returns them as an index when the source was one.
+func BakeAll(ctx context.Context, src *Source, want *v1.Platform, entrypoints map[string][]byte, opt BakeOptions) ([]Platformed, v1.ImageIndex, error) {
+	imgs, err := src.Images(want)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Platformed
+	for _, p := range imgs {
+		o := opt
+		o.Entrypoint = entrypoints[p.Platform.Architecture]
+		if o.Entrypoint == nil {
+			return nil, nil, fmt.Errorf("no entrypoint binary for %s", p.Platform.String())
+		}
+		img, _, err := Bake(ctx, p.Image, o)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w (use --platform to bake only the platforms the payloads support)", p.Platform.String(), err)
+		}
+		out = append(out, Platformed{p.Platform, img})
+	}
+	if src.Index == nil {
+		return out, nil, nil
+	}
+	mt, err := src.Index.MediaType()
+	if err != nil {
+		return nil, nil, err
+	}
+	idx := mutate.IndexMediaType(empty.Index, mt)
+	for _, p := range out {
+		pl := p.Platform
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: p.Image, Descriptor: v1.Descriptor{Platform: &pl}})
+	}
+	return out, idx, nil
+}

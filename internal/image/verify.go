@@ -1,0 +1,206 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/host"
+)
+
+// Source is an image or an index, as a reference names it.
+type Source struct {
+	Ref   string
+	Image v1.Image      // set for a single image
+	Index v1.ImageIndex // set for an index
+	Name  name.Reference
+}
+
+// Open resolves ref: an OCI image layout directory, a `docker save` style
+// tarball, or a registry reference (credentials from the default keychain).
+func Open(ctx context.Context, ref string, opts ...remote.Option) (*Source, error) {
+	if info, err := os.Stat(ref); err == nil {
+		if info.IsDir() {
+			p, err := layout.FromPath(ref)
+			if err != nil {
+				return nil, fmt.Errorf("open OCI layout %s: %w", ref, err)
+			}
+			idx, err := p.ImageIndex()
+			if err != nil {
+				return nil, fmt.Errorf("open OCI layout %s: %w", ref, err)
+			}
+			return fromLayoutIndex(ref, idx)
+		}
+		img, err := tarball.ImageFromPath(ref, nil)
+		if err != nil {
+			return nil, fmt.Errorf("open image tarball %s: %w", ref, err)
+		}
+		return &Source{Ref: ref, Image: img}, nil
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("%q is neither a file, a directory nor an image reference: %w", ref, err)
+	}
+	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	desc, err := remote.Get(r, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", ref, err)
+	}
+	s := &Source{Ref: ref, Name: r}
+	if desc.MediaType.IsIndex() {
+		s.Index, err = desc.ImageIndex()
+	} else {
+		s.Image, err = desc.Image()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", ref, err)
+	}
+	return s, nil
+}
+
+// fromLayoutIndex unwraps the layout's top index: one image, or one nested
+// index, is what was written there.
+func fromLayoutIndex(ref string, idx v1.ImageIndex) (*Source, error) {
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Manifests) == 1 {
+		d := m.Manifests[0]
+		if d.MediaType.IsIndex() {
+			inner, err := idx.ImageIndex(d.Digest)
+			if err != nil {
+				return nil, err
+			}
+			return &Source{Ref: ref, Index: inner}, nil
+		}
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return nil, err
+		}
+		return &Source{Ref: ref, Image: img}, nil
+	}
+	return &Source{Ref: ref, Index: idx}, nil
+}
+
+// Platformed is one image of a source, with its platform.
+type Platformed struct {
+	Platform v1.Platform
+	Image    v1.Image
+}
+
+// Images returns the images of the source, those of the index filtered by
+// want (nil: all), attestation manifests left out.
+func (s *Source) Images(want *v1.Platform) ([]Platformed, error) {
+	if s.Image != nil {
+		cfg, err := s.Image.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("read image config: %w", err)
+		}
+		p := v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant}
+		if want != nil && !matches(p, *want) {
+			return nil, fmt.Errorf("%s is %s, not %s", s.Ref, p.String(), want.String())
+		}
+		return []Platformed{{p, s.Image}}, nil
+	}
+	m, err := s.Index.IndexManifest()
+	if err != nil {
+		return nil, fmt.Errorf("read index: %w", err)
+	}
+	var out []Platformed
+	for _, d := range m.Manifests {
+		if d.Platform == nil || d.Platform.OS == "unknown" || !(d.MediaType == types.OCIManifestSchema1 || d.MediaType == types.DockerManifestSchema2) {
+			continue
+		}
+		if want != nil && !matches(*d.Platform, *want) {
+			continue
+		}
+		img, err := s.Index.Image(d.Digest)
+		if err != nil {
+			return nil, fmt.Errorf("read %s image: %w", d.Platform.String(), err)
+		}
+		out = append(out, Platformed{*d.Platform, img})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s holds no image for %v", s.Ref, want)
+	}
+	return out, nil
+}
+
+func matches(have, want v1.Platform) bool {
+	return have.OS == want.OS && have.Architecture == want.Architecture && (want.Variant == "" || have.Variant == want.Variant)
+}
+
+// Result is the verdict on one image.
+type Result struct {
+	Platform v1.Platform
+	Facts    *admission.Facts
+	Decision *admission.Decision
+}
+
+// ErrConfig marks an image whose StreamFusion settings are unusable.
+var ErrConfig = errors.New("image settings")
+
+// Verify decides on an image as the entrypoint would when a container of it
+// starts: the settings come from the image's Env, the platform from its
+// config, the files from its layers.
+func Verify(ctx context.Context, img v1.Image) (*Result, error) {
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read image config: %w", err)
+	}
+	c, err := config.FromEnv(cfg.Config.Env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	fsys, err := Flatten(img, wanted(c))
+	if err != nil {
+		return nil, err
+	}
+	s := host.FromConfig(c, cfg.OS, cfg.Architecture)
+	facts, err := host.Gather(ctx, fsys, s, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{
+		Platform: v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant},
+		Facts:    facts, Decision: admission.Decide(facts),
+	}, nil
+}
+
+// wanted keeps what host.Gather reads: everything below lib, usrlib and
+// plugins; JDK release files; and, as stand-ins, the C library loaders,
+// installed locales and java binaries.
+func wanted(c config.Config) Want {
+	rel := func(p string) string { return strings.TrimPrefix(path.Clean("/"+p), "/") + "/" }
+	dirs := []string{rel(c.LibDir), rel(path.Join(path.Dir(path.Clean(c.LibDir)), "usrlib")), rel(c.PluginsDir)}
+	return func(name string) Keep {
+		for _, d := range dirs {
+			if strings.HasPrefix(name, d) {
+				return Contents
+			}
+		}
+		base := path.Base(name)
+		switch {
+		case base == "release":
+			return Contents
+		case base == "java", base == "locale-archive", base == "LC_COLLATE",
+			strings.HasPrefix(base, "ld-linux"), strings.HasPrefix(base, "ld-musl-"):
+			return Presence
+		}
+		return Skip
+	}
+}
