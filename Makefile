@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist test test-real lint demo fuzz clean
+.PHONY: build dist test test-real image-test lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion-image
 
@@ -29,6 +29,10 @@ FLINK_JARS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/streamfusion/flink-jars
 test-real:
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
 	STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
+
+# Real containers: needs an engine at DOCKER_HOST (podman's API service in CI).
+image-test:
+	go test -tags imagesuite -count=1 -v ./images/suite/
 
 lint:
 	go vet ./...

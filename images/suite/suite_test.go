@@ -1,0 +1,338 @@
+//go:build imagesuite
+
+// Package suite runs StreamFusion images in a real container engine: test
+// images built from scratch with go-containerregistry, the StreamFusion
+// layer from bake, loaded into the engine DOCKER_HOST names (podman's API
+// service in CI) and started as Flink containers are.
+package suite
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	dockerimage "github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
+)
+
+var (
+	engine     *client.Client
+	entrypoint []byte
+	busybox    v1.Layer
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(setup(m))
+}
+
+func setup(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "image-suite-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "entrypoint")
+	build := osexec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", bin, "../../cmd/entrypoint")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build entrypoint: %v\n%s", err, out)
+		return 1
+	}
+	if entrypoint, err = os.ReadFile(bin); err != nil {
+		panic(err)
+	}
+	bb := os.Getenv("BUSYBOX")
+	if bb == "" {
+		bb = "/bin/busybox"
+	}
+	if busybox, err = imagekit.Busybox(bb); err != nil {
+		fmt.Fprintln(os.Stderr, "image suite:", err)
+		return 1
+	}
+	// The engine comes from DOCKER_HOST or the client's usual configuration.
+	engine, err = client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		_, err = engine.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "image suite: no container engine (DOCKER_HOST=%q): %v\n"+
+			"start one, for example: podman system service --time=0 unix:///run/podman/podman.sock & export DOCKER_HOST=unix:///run/podman/podman.sock\n",
+			os.Getenv("DOCKER_HOST"), err)
+		return 1
+	}
+	return m.Run()
+}
+
+// line is one image definition of images/.
+type line struct {
+	line  string // StreamFusion line
+	flink string // host Flink version
+	user  string // the base image's user: 9999 for 2.2, root for 1.18
+}
+
+var hosts = []line{{"2.2", "2.2.0", "9999"}, {"2.2", "2.2.1", "9999"}, {"1.18", "1.18.1", ""}}
+
+// test doubles the Flink-like image carries besides Flink's script.
+var doubles = []imagekit.Entry{
+	// Native Kubernetes runs `bash -c ...`; busybox has no bash applet.
+	{Name: "bin/bash", Data: []byte("#!/bin/sh\nexec /bin/sh \"$@\"\n"), Mode: 0o755},
+	{Name: "opt/flink/bin/kubernetes-jobmanager.sh", Data: []byte("#!/bin/sh\necho \"flink-double: started role=kubernetes-jobmanager pid=$$ uid=$(id -u) args=$*\"\n"), Mode: 0o755},
+	{Name: "opt/flink/bin/kubernetes-taskmanager.sh", Data: []byte("#!/bin/sh\necho \"flink-double: started role=kubernetes-taskmanager pid=$$ uid=$(id -u) args=$*\"\n"), Mode: 0o755},
+}
+
+// baked returns the good StreamFusion image of a host: base, then bake.
+func baked(t *testing.T, h line) v1.Image {
+	t.Helper()
+	d := testkit.Dist{Flink: h.flink}
+	base, err := imagekit.Base{Dist: d, User: h.user, Busybox: busybox, Extra: doubles}.Image()
+	require.NoError(t, err)
+	var files []image.File
+	for _, p := range testkit.StreamFusion(h.line, "0.1.0") {
+		files = append(files, image.File{Name: p.Name, Data: p.Payload.Bytes()})
+	}
+	img, _, err := image.Bake(context.Background(), base, image.BakeOptions{Entrypoint: entrypoint, Payloads: files, BaseName: "flink:" + h.flink})
+	require.NoError(t, err)
+	return img
+}
+
+// inject adds a layer with more or replaced JARs in lib: the conflicts bake
+// would refuse to build.
+func inject(t *testing.T, img v1.Image, jars map[string][]byte) v1.Image {
+	t.Helper()
+	var entries []imagekit.Entry
+	for n, data := range jars {
+		entries = append(entries, imagekit.Entry{Name: testkit.LibDir + "/" + n, Data: data, Mode: 0o644})
+	}
+	out, err := mutate.AppendLayers(img, imagekit.Layer(entries...))
+	require.NoError(t, err)
+	return out
+}
+
+// load loads images into the engine under tags.
+func load(t *testing.T, imgs map[string]v1.Image) {
+	t.Helper()
+	refs := map[name.Reference]v1.Image{}
+	for tag, img := range imgs {
+		ref, err := name.ParseReference(tag)
+		require.NoError(t, err)
+		refs[ref] = img
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarball.MultiRefWrite(refs, pw)) }()
+	resp, err := engine.ImageLoad(context.Background(), pr)
+	require.NoError(t, err)
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NotContains(t, string(out), "errorDetail", string(out))
+	t.Cleanup(func() {
+		for tag := range imgs {
+			_, _ = engine.ImageRemove(context.Background(), tag, dockerimage.RemoveOptions{Force: true})
+		}
+	})
+}
+
+// run is one container start.
+type run struct {
+	image      string
+	entrypoint []string // nil: the image's
+	cmd        []string
+	user       string
+	readOnly   bool
+	termLog    string // host file bound at /dev/termination-log
+	env        []string
+}
+
+type outcome struct {
+	code int
+	logs string
+}
+
+func (r run) start(t *testing.T) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := &container.Config{Image: r.image, Cmd: r.cmd, User: r.user, Env: r.env}
+	if r.entrypoint != nil {
+		cfg.Entrypoint = r.entrypoint
+	}
+	hc := &container.HostConfig{ReadonlyRootfs: r.readOnly, NetworkMode: "none"}
+	if r.termLog != "" {
+		hc.Binds = []string{r.termLog + ":/dev/termination-log"}
+	}
+	created, err := engine.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	require.NoError(t, err)
+	defer engine.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
+	require.NoError(t, engine.ContainerStart(ctx, created.ID, container.StartOptions{}))
+	waitC, errC := engine.ContainerWait(ctx, created.ID, container.WaitConditionNotRunning)
+	select {
+	case <-waitC:
+	case err := <-errC:
+		require.NoError(t, err)
+	}
+	// Read the status from inspect: podman's compat API is the reference here.
+	info, err := engine.ContainerInspect(ctx, created.ID)
+	require.NoError(t, err)
+	rc, err := engine.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	require.NoError(t, err)
+	defer rc.Close()
+	var stdout, stderr bytes.Buffer
+	_, _ = stdcopy.StdCopy(&stdout, &stderr, rc)
+	return outcome{code: info.State.ExitCode, logs: stdout.String() + stderr.String()}
+}
+
+func tagOf(h line, what string) string {
+	return fmt.Sprintf("localhost/streamfusion-suite:%s-%s", h.flink, what)
+}
+
+func TestGoodImagesReachFlink(t *testing.T) {
+	imgs := map[string]v1.Image{}
+	for _, h := range hosts {
+		imgs[tagOf(h, "good")] = baked(t, h)
+	}
+	load(t, imgs)
+	for _, h := range hosts {
+		tag := tagOf(h, "good")
+		for _, c := range []struct {
+			name string
+			r    run
+			want string
+		}{
+			{"jobmanager", run{cmd: []string{"jobmanager"}}, "role=jobmanager pid=1"},
+			{"taskmanager", run{cmd: []string{"taskmanager", "-Dtaskmanager.numberOfTaskSlots=2"}}, "role=taskmanager pid=1"},
+			{"standalone-job", run{cmd: []string{"standalone-job", "--job-classname", "com.example.Job"}}, "role=standalone-job pid=1"},
+			{"history-server", run{cmd: []string{"history-server"}}, "role=history-server pid=1"},
+			{"native kubernetes", run{entrypoint: []string{"/docker-entrypoint.sh"}, cmd: []string{"bash", "-c", "kubernetes-jobmanager.sh kubernetes-session"}}, "role=kubernetes-jobmanager pid=1"},
+			{"native kubernetes taskmanager", run{entrypoint: []string{"/docker-entrypoint.sh"}, cmd: []string{"bash", "-c", "kubernetes-taskmanager.sh -Dtaskmanager.resource-id=tm-1"}}, "role=kubernetes-taskmanager pid=1"},
+		} {
+			t.Run(h.flink+"/"+c.name, func(t *testing.T) {
+				c.r.image = tag
+				o := c.r.start(t)
+				require.Equal(t, 0, o.code, o.logs)
+				assert.Contains(t, o.logs, "flink-double: started "+c.want, "handed off, and the started process is PID 1: no wrapper left")
+				assert.Contains(t, o.logs, "streamfusion: INFO admitted")
+				if c.r.cmd[0] == "taskmanager" {
+					assert.Contains(t, o.logs, "args=-Dtaskmanager.numberOfTaskSlots=2")
+				}
+				if h.user == "9999" {
+					assert.Contains(t, o.logs, "uid=9999", "2.2 images run as the flink user")
+				} else {
+					assert.Contains(t, o.logs, "uid=0", "1.18 images start as root")
+				}
+				if h.line == "1.18" {
+					assert.Contains(t, o.logs, "[line-experimental]")
+				}
+			})
+		}
+		t.Run(h.flink+"/read-only root, arbitrary uid", func(t *testing.T) {
+			o := run{image: tag, cmd: []string{"jobmanager"}, user: "12345:12345", readOnly: true}.start(t)
+			require.Equal(t, 0, o.code, o.logs)
+			assert.Contains(t, o.logs, "role=jobmanager pid=1 uid=12345")
+		})
+		t.Run(h.flink+"/pass-through", func(t *testing.T) {
+			o := run{image: tag, cmd: []string{"sh", "-c", "echo debug-shell-works"}}.start(t)
+			require.Equal(t, 0, o.code, o.logs)
+			assert.Contains(t, o.logs, "debug-shell-works")
+			assert.NotContains(t, o.logs, "streamfusion:")
+		})
+		t.Run(h.flink+"/check", func(t *testing.T) {
+			o := run{image: tag, cmd: []string{"streamfusion", "check"}}.start(t)
+			require.Equal(t, 0, o.code, o.logs)
+			assert.Contains(t, o.logs, "StreamFusion admission: ADMITTED")
+			assert.Contains(t, o.logs, "en_US.UTF-8 collation", "the image's locale orders the classpath")
+		})
+	}
+}
+
+func other(l string) string {
+	if l == "2.2" {
+		return "1.18"
+	}
+	return "2.2"
+}
+
+func TestConflictsStopFlinkAtTheDoor(t *testing.T) {
+	type conflict struct {
+		name string
+		jars func(h line) map[string][]byte
+		want []string // in the logs, besides the paths
+	}
+	conflicts := []conflict{
+		{"loader of the other line", func(h line) map[string][]byte {
+			p := testkit.Loader(other(h.line), "0.1.0")
+			return map[string][]byte{testkit.Loader(h.line, "0.1.0").FileName(): p.Bytes()}
+		}, []string{"[payload-line]", "line " + "%other%"}},
+		{"embedded core of another release", func(h line) map[string][]byte {
+			l := testkit.Loader(h.line, "0.1.0")
+			c := testkit.Core(h.line, "0.0.9")
+			l.Embedded = &c
+			return map[string][]byte{l.FileName(): l.Bytes()}
+		}, []string{"[loader-embedded-mismatch]", "version 0.0.9, loader version 0.1.0"}},
+		{"runtime core of another release", func(h line) map[string][]byte {
+			c := testkit.Core(h.line, "0.2.0")
+			return map[string][]byte{testkit.Core(h.line, "0.1.0").FileName(): c.Bytes()}
+		}, []string{"[core-mismatch]", "streamfusion-core 0.2.0"}},
+		{"renamed extension of the other line", func(h line) map[string][]byte {
+			return map[string][]byte{"kafka-connector.jar": testkit.Extension("avro", other(h.line), "0.1.0").Bytes()}
+		}, []string{"[payload-line]", "line %other%", "kafka-connector.jar"}},
+		{"renamed extension without marker", func(h line) map[string][]byte {
+			e := testkit.Extension("avro", h.line, "0.1.0")
+			e.NoMarker = true
+			return map[string][]byte{"udfs.jar": e.Bytes()}
+		}, []string{"[payload-unversioned]", "udfs.jar"}},
+		{"renamed extension of another release", func(h line) map[string][]byte {
+			return map[string][]byte{"zz-avro.jar": testkit.Extension("avro", h.line, "0.2.0").Bytes()}
+		}, []string{"[payload-version]", "version 0.2.0", "zz-avro.jar"}},
+	}
+	imgs := map[string]v1.Image{}
+	for _, h := range hosts {
+		good := baked(t, h)
+		for i, c := range conflicts {
+			imgs[tagOf(h, fmt.Sprintf("conflict%d", i))] = inject(t, good, c.jars(h))
+		}
+	}
+	load(t, imgs)
+	for _, h := range hosts {
+		for i, c := range conflicts {
+			t.Run(h.flink+"/"+c.name, func(t *testing.T) {
+				termLog := filepath.Join(t.TempDir(), "termination-log")
+				require.NoError(t, os.WriteFile(termLog, nil, 0o666))
+				require.NoError(t, os.Chmod(termLog, 0o666)) // writable by the image's user, as Kubernetes makes it
+				o := run{image: tagOf(h, fmt.Sprintf("conflict%d", i)), cmd: []string{"jobmanager"}, termLog: termLog}.start(t)
+				assert.Equal(t, 78, o.code, o.logs)
+				assert.NotContains(t, o.logs, "flink-double: started", "refused before the JobManager started")
+				assert.Contains(t, o.logs, "/opt/flink/lib/")
+				for _, w := range c.want {
+					assert.Contains(t, o.logs, strings.ReplaceAll(w, "%other%", other(h.line)))
+				}
+				if !strings.Contains(c.name, "without marker") {
+					assert.Contains(t, o.logs, "line "+h.line, "the host's line is named too")
+				}
+				msg, err := os.ReadFile(termLog)
+				require.NoError(t, err)
+				assert.True(t, strings.HasPrefix(string(msg), "StreamFusion refused to start jobmanager"), "termination message: %q", msg)
+			})
+		}
+	}
+}
