@@ -149,7 +149,7 @@ func TestBakeLayout(t *testing.T) {
 	for p, mode := range map[string]os.FileMode{
 		strings.TrimPrefix(image.EntrypointPath, "/"): image.EntrypointMode,
 		strings.TrimPrefix(image.OriginalPath, "/"):   0o755,
-		"opt/flink/lib/streamfusion-loader-0.1.0.jar":  image.PayloadMode,
+		"opt/flink/lib/streamfusion-loader-0.1.0.jar": image.PayloadMode,
 	} {
 		f, ok := fsys[p]
 		require.True(t, ok, p)
