@@ -527,3 +527,86 @@ func TestBinaryIsStaticAndLinksNoNetworkCode(t *testing.T) {
 		assert.NotEqual(t, elf.PT_DYNAMIC, p.Type, "static binary: no dynamic section")
 	}
 }
+
+func TestFaultsInLib(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1"))
+	lib := filepath.Join(im.root, testkit.LibDir)
+	require.NoError(t, os.Symlink("loop-b.jar", filepath.Join(lib, "loop-a.jar")))
+	require.NoError(t, os.Symlink("loop-a.jar", filepath.Join(lib, "loop-b.jar")))
+	require.NoError(t, os.Symlink("gone.jar", filepath.Join(lib, "dangling.jar")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(lib, "fifo.jar"), 0o644))
+	require.NoError(t, os.Symlink("/dev/zero", filepath.Join(lib, "device.jar")))
+	require.NoError(t, os.Mkdir(filepath.Join(lib, "directory.jar"), 0o755))
+	r := im.start(t, nil, "jobmanager")
+	require.Equal(t, 78, r.code, r.stderr)
+	for _, name := range []string{"loop-a.jar", "loop-b.jar", "dangling.jar", "fifo.jar"} {
+		assert.Contains(t, r.stderr, im.lib(name), "named: %s", name)
+	}
+	assert.Contains(t, r.stderr, "too many levels of symbolic links")
+	assert.Contains(t, r.stderr, "named pipe")
+	assert.NotContains(t, r.stderr, "directory.jar", "a directory named *.jar is skipped, as Flink skips it")
+	// /dev/zero resolves inside the image root, where it does not exist.
+	assert.Contains(t, r.stderr, im.lib("device.jar"))
+}
+
+func TestLibMissing(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1"))
+	r := im.start(t, []string{"FLINK_LIB_DIR=" + filepath.Join(im.root, "nowhere")}, "jobmanager")
+	assert.Equal(t, 78, r.code)
+	assert.Contains(t, r.stderr, "[host-lib]")
+	assert.Contains(t, r.stderr, filepath.Join(im.root, "nowhere"))
+}
+
+// As an arbitrary uid with no passwd entry and no HOME: the image's JARs
+// are readable, except one the image build left at mode 0000.
+func TestArbitraryUIDWithoutHome(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test starts the entrypoint as another uid and needs root, as CI has")
+	}
+	im := newImage(t, testkit.Good("2.2.1"))
+	require.NoError(t, os.Chmod(filepath.Dir(im.root), 0o755)) // t.TempDir's parent is private
+	// Copies the uid can execute: the entrypoint, and the helper as the original.
+	install := func(src, name string) string {
+		data, err := os.ReadFile(src)
+		require.NoError(t, err)
+		dst := filepath.Join(im.root, name)
+		require.NoError(t, os.WriteFile(dst, data, 0o755))
+		return dst
+	}
+	self, err := os.Executable()
+	require.NoError(t, err)
+	orig := install(self, "original")
+	bin := install(binary, "entrypoint")
+	var env []string
+	for _, kv := range im.env {
+		switch {
+		case strings.HasPrefix(kv, "HOME="):
+		case strings.HasPrefix(kv, "STREAMFUSION_ORIGINAL_ENTRYPOINT="):
+			env = append(env, "STREAMFUSION_ORIGINAL_ENTRYPOINT="+orig)
+		default:
+			env = append(env, kv)
+		}
+	}
+	start := func() result {
+		c := osexec.Command(bin, "jobmanager")
+		c.Args[0] = "/docker-entrypoint.sh"
+		c.Env, c.Dir = env, im.root
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 54321, Gid: 54321}}
+		var stdout, stderr bytes.Buffer
+		c.Stdout, c.Stderr = &stdout, &stderr
+		return finish(t, c.Run(), stdout.String(), stderr.String())
+	}
+	r := start()
+	require.Equal(t, helperExit, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "admitted")
+
+	secret := im.lib("streamfusion-json-0.1.0.jar")
+	require.NoError(t, os.Chmod(secret, 0))
+	r = start()
+	assert.Equal(t, 78, r.code)
+	assert.Contains(t, r.stderr, secret)
+	assert.Contains(t, r.stderr, "permission denied")
+}
