@@ -205,7 +205,9 @@ func TestHugeInputsInBoundedMemory(t *testing.T) {
 	// Not parallel: it measures allocation.
 	million := testkit.ManyEntries(1_000_000, testkit.Manifest("Implementation-Version", "1"))
 	var j *payload.JAR
-	n := allocated(func() { j = payload.Read(bytes.NewReader(million), int64(len(million)), "/million.jar", payload.Options{}) })
+	n := allocated(func() {
+		j = payload.Read(bytes.NewReader(million), int64(len(million)), "/million.jar", payload.Options{})
+	})
 	require.NoError(t, j.Err)
 	assert.Equal(t, 1_000_001, j.Entries)
 	assert.Less(t, n, uint64(4<<20), "a million-entry directory is walked through one buffer (%d bytes allocated for a %d-byte JAR)", n, len(million))
