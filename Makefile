@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist test test-real image-test lint demo fuzz clean
+.PHONY: build dist test test-real image-test bench lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion-image
 
@@ -33,6 +33,17 @@ test-real:
 # Real containers: needs an engine at DOCKER_HOST (podman's API service in CI).
 image-test:
 	go test -tags imagesuite -count=1 -v ./images/suite/
+
+# Hand-off time against the JVM-side check, the minimal reader and a bare
+# exec, alternated in one run; then the Go benchmarks. See docs/performance.md.
+BENCH_RUNS ?= 21
+bench: build
+	go build -o bin/bench-minimal ./bench/minimal
+	go build -o bin/bench-bare ./bench/bare
+	go build -o bin/bench-ioreport ./bench/ioreport
+	mkdir -p bin/bench-jvm && javac -d bin/bench-jvm bench/jvm/JarCheck.java
+	go run ./bench/compare -bin bin -runs $(BENCH_RUNS)
+	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
 
 lint:
 	go vet ./...

@@ -3,7 +3,6 @@ package admission
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
@@ -115,22 +114,33 @@ type view struct {
 	core     *Identity // the one runtime core, if exactly one
 }
 
-var (
-	rePlannerLoader = regexp.MustCompile(`^flink-table-planner-loader-.*\.jar$`)
-	rePlannerScala  = regexp.MustCompile(`^flink-table-planner_2\.1[0-9]-.*\.jar$`)
-	reDist          = regexp.MustCompile(`^flink-dist.*\.jar$`)
-)
+// Flink's own JARs are known by file name, as Flink's scripts know them.
+func isPlannerLoader(name string) bool {
+	return strings.HasPrefix(name, "flink-table-planner-loader-") && strings.HasSuffix(name, ".jar")
+}
+
+// isPlannerScala matches flink-table-planner_2.1x-*.jar.
+func isPlannerScala(name string) bool {
+	const prefix = "flink-table-planner_2.1"
+	return strings.HasPrefix(name, prefix) && len(name) > len(prefix)+1 &&
+		name[len(prefix)] >= '0' && name[len(prefix)] <= '9' && name[len(prefix)+1] == '-' && strings.HasSuffix(name, ".jar")
+}
+
+// IsDist matches flink-dist*.jar, the JAR bin/config.sh puts last.
+func IsDist(name string) bool {
+	return strings.HasPrefix(name, "flink-dist") && strings.HasSuffix(name, ".jar")
+}
 
 func newView(f *Facts) *view {
 	v := &view{Facts: f, byPath: map[string]*Identity{}}
 	for _, j := range f.Classpath {
 		name := path.Base(j.Path)
 		switch {
-		case rePlannerLoader.MatchString(name):
+		case isPlannerLoader(name):
 			v.planner = append(v.planner, j)
-		case rePlannerScala.MatchString(name):
+		case isPlannerScala(name):
 			v.scala = append(v.scala, j)
-		case reDist.MatchString(name):
+		case IsDist(name):
 			v.dists = append(v.dists, j)
 		}
 		if id := Identify(j); id != nil {

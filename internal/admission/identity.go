@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-version"
@@ -39,14 +40,20 @@ const (
 	KindExtension = "extension"
 )
 
+// The syntax of attribute values, compiled on first use: most starts meet
+// few StreamFusion JARs, and none of these is needed before.
 var (
-	reModule   = regexp.MustCompile(`^streamfusion-[a-z0-9]+(-[a-z0-9]+)*$`)
-	reSemver   = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-	reLine     = regexp.MustCompile(`^[0-9]+\.[0-9]+$`)
-	reBuildID  = regexp.MustCompile(`^[0-9A-Za-z._-]+$`)
-	rePlatform = regexp.MustCompile(`^[a-z]+-[a-z0-9_]+$`)
-	reCoord    = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	reModule   = lazy(`^streamfusion-[a-z0-9]+(-[a-z0-9]+)*$`)
+	reSemver   = lazy(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	reLine     = lazy(`^[0-9]+\.[0-9]+$`)
+	reBuildID  = lazy(`^[0-9A-Za-z._-]+$`)
+	rePlatform = lazy(`^[a-z]+-[a-z0-9_]+$`)
+	reCoord    = lazy(`^[A-Za-z0-9_.-]+$`)
 )
+
+func lazy(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // Identity is what a StreamFusion JAR says it is. Fields keep the raw
 // attribute values; Problems lists what is malformed, Incoherent what does
@@ -155,32 +162,32 @@ func Identify(j *payload.JAR) *Identity {
 	default:
 		p.problem("%s is %q; expected loader, core or extension", AttrPayload, id.Kind)
 	}
-	if id.Module != "" && !reModule.MatchString(id.Module) {
+	if id.Module != "" && !reModule().MatchString(id.Module) {
 		p.problem("%s is %q; expected streamfusion-<name> in lower case", AttrModule, id.Module)
 	}
 	if id.Version != "" {
-		if _, err := version.NewSemver(id.Version); err != nil || !reSemver.MatchString(id.Version) {
+		if _, err := version.NewSemver(id.Version); err != nil || !reSemver().MatchString(id.Version) {
 			p.problem("%s is %q; expected a SemVer release such as 0.1.0 or 0.1.0-rc4", AttrVersion, id.Version)
 		}
 	}
-	if id.Line != "" && !reLine.MatchString(id.Line) {
+	if id.Line != "" && !reLine().MatchString(id.Line) {
 		p.problem("%s is %q; expected a Flink line such as 2.2 or 1.18", AttrLine, id.Line)
 	}
-	if id.BuildID != "" && !reBuildID.MatchString(id.BuildID) {
+	if id.BuildID != "" && !reBuildID().MatchString(id.BuildID) {
 		p.problem("%s is %q; expected letters, digits, '.', '_' or '-'", AttrBuildID, id.BuildID)
 	}
 	for _, pl := range id.Platforms {
-		if !rePlatform.MatchString(pl) {
+		if !rePlatform().MatchString(pl) {
 			p.problem("%s lists %q; expected os-arch such as linux-x86_64", AttrPlatforms, pl)
 		}
 	}
 	for _, r := range id.Requires {
-		if !reModule.MatchString(r) {
+		if !reModule().MatchString(r) {
 			p.problem("%s lists %q; expected streamfusion-<name>", AttrRequires, r)
 		}
 	}
 	if id.Artifact != "" {
-		if g, a, ok := strings.Cut(id.Artifact, ":"); !ok || !reCoord.MatchString(g) || !reCoord.MatchString(a) {
+		if g, a, ok := strings.Cut(id.Artifact, ":"); !ok || !reCoord().MatchString(g) || !reCoord().MatchString(a) {
 			p.problem("%s is %q; expected groupId:artifactId", AttrArtifact, id.Artifact)
 		}
 	}

@@ -3,7 +3,6 @@ package admission
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/hashicorp/go-version"
@@ -32,11 +31,11 @@ var Matrix = []Release{
 	{version.Must(version.NewVersion("1.18.1")), "1.18", Experimental},
 }
 
-var reRelease = regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+$`)
+var reRelease = lazy(`^[0-9]+\.[0-9]+\.[0-9]+$`)
 
 // Lookup returns the release of a Flink version string, or nil.
 func Lookup(v string) *Release {
-	if !reRelease.MatchString(v) {
+	if !reRelease().MatchString(v) {
 		return nil
 	}
 	parsed, err := version.NewVersion(v)
@@ -73,7 +72,7 @@ var SupportedJava = []int{11, 17}
 // ErrJavaVersion is returned for a Java version string that cannot be read.
 var ErrJavaVersion = errors.New("unrecognised Java version")
 
-var reJava = regexp.MustCompile(`^([0-9]+)((?:\.[0-9]+)*)(?:_([0-9]+))?(?:[-+].*)?$`)
+var reJava = lazy(`^([0-9]+)((?:\.[0-9]+)*)(?:_([0-9]+))?(?:[-+].*)?$`)
 
 // JavaVersion is a normalised Java version.
 type JavaVersion struct {
@@ -88,7 +87,7 @@ type JavaVersion struct {
 func ParseJava(raw string) (JavaVersion, error) {
 	s := strings.TrimSpace(raw)
 	s = strings.Trim(s, `"`)
-	m := reJava.FindStringSubmatch(s)
+	m := reJava().FindStringSubmatch(s)
 	if m == nil || len(s) > 64 {
 		return JavaVersion{}, fmt.Errorf("%w: %q", ErrJavaVersion, raw)
 	}

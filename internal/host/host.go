@@ -15,7 +15,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -119,7 +118,7 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	return f, nil
 }
 
-var reDistName = regexp.MustCompile(`(^|/)flink-dist[^/]*\.jar$`)
+func isDist(name string) bool { return admission.IsDist(path.Base(name)) }
 
 // readAll reads every JAR, a few at a time, keeping their order.
 func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progress *Progress) ([]*payload.JAR, error) {
@@ -140,14 +139,27 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progr
 					continue
 				}
 				progress.begin("/" + names[i])
-				out[i] = payload.Open(fsys, names[i], payload.Options{Properties: reDistName.MatchString(names[i])})
+				out[i] = payload.Open(fsys, names[i], payload.Options{Properties: isDist(names[i])})
 				progress.end("/" + names[i])
 			}
 		}()
 	}
+	// flink-dist holds most of the entries: start it first, so the workers
+	// do not wait on it at the end (the classpath puts it last).
+	order := make([]int, 0, len(names))
+	for i, n := range names {
+		if isDist(n) {
+			order = append(order, i)
+		}
+	}
+	for i, n := range names {
+		if !isDist(n) {
+			order = append(order, i)
+		}
+	}
 	var err error
 feed:
-	for i := range names {
+	for _, i := range order {
 		if err = ctx.Err(); err != nil {
 			break
 		}
@@ -207,7 +219,7 @@ func Classpath(names []string, order Order) []string {
 	order(names)
 	var rest, dist []string
 	for _, n := range names {
-		if reDistName.MatchString(n) {
+		if isDist(n) {
 			dist = append(dist, n)
 		} else {
 			rest = append(rest, n)

@@ -138,39 +138,55 @@ func (j *JAR) scan(r io.ReaderAt, size int64, opt Options, depth int) error {
 	overflow := false
 	err = d.walk(func(name []byte, e *entry) bool {
 		j.Entries++
-		switch {
-		case len(name) == len(ManifestName) && bytes.EqualFold(name, []byte(ManifestName)):
-			manifests++
-			c := *e
-			c.name = string(name)
-			manifest = &c
-		case opt.Properties && string(name) == VersionProperties:
-			c := *e
-			c.name = string(name)
-			props = &c
-		case j.ClassMark == "" && len(name) > len(classPrefix) && bytes.HasPrefix(name, []byte(classPrefix)):
-			j.ClassMark = string(name)
-		case j.MetaMark == "" && len(name) > len(metaPrefix) && bytes.EqualFold(name[:len(metaPrefix)], []byte(metaPrefix)):
-			j.MetaMark = string(name)
-		case j.Logging == "" && len(name) > len(loggingPrefix) && bytes.HasPrefix(name, []byte(loggingPrefix)):
-			j.Logging = string(name)
+		if len(name) == 0 {
+			return true
 		}
-		if isNative(name) {
-			j.NativeCount++
-			if len(j.Native) < keepNative {
-				j.Native = append(j.Native, string(name))
+		// Most entries are classes: decide by the first and last bytes
+		// before comparing anything longer.
+		switch name[0] {
+		case 'M', 'm':
+			switch {
+			case len(name) == len(ManifestName) && bytes.EqualFold(name, []byte(ManifestName)):
+				manifests++
+				c := *e
+				c.name = string(name)
+				manifest = &c
+			case j.MetaMark == "" && len(name) > len(metaPrefix) && bytes.EqualFold(name[:len(metaPrefix)], []byte(metaPrefix)):
+				j.MetaMark = string(name)
 			}
-			if j.NativeMark == "" && bytes.HasPrefix(base(name), []byte(nativePrefix)) {
-				j.NativeMark = string(name)
+		case 't':
+			if j.ClassMark == "" && len(name) > len(classPrefix) && bytes.HasPrefix(name, []byte(classPrefix)) {
+				j.ClassMark = string(name)
+			}
+		case 'o':
+			if j.Logging == "" && len(name) > len(loggingPrefix) && bytes.HasPrefix(name, []byte(loggingPrefix)) {
+				j.Logging = string(name)
+			}
+		case '.':
+			if opt.Properties && string(name) == VersionProperties {
+				c := *e
+				c.name = string(name)
+				props = &c
 			}
 		}
-		if bytes.HasSuffix(name, []byte(".jar")) {
+		switch last := name[len(name)-1]; {
+		case last == 's' || last == '/':
+			// .class files and directories: nothing more to look at.
+		case last == 'r' && bytes.HasSuffix(name, []byte(".jar")):
 			if len(jars) < keepNestedCandidates {
 				c := *e
 				c.name = string(name)
 				jars = append(jars, c)
 			} else {
 				overflow = true
+			}
+		case isNative(name):
+			j.NativeCount++
+			if len(j.Native) < keepNative {
+				j.Native = append(j.Native, string(name))
+			}
+			if j.NativeMark == "" && bytes.HasPrefix(base(name), []byte(nativePrefix)) {
+				j.NativeMark = string(name)
 			}
 		}
 		return true

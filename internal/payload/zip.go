@@ -64,19 +64,18 @@ func openDirectory(r io.ReaderAt, size int64) (*directory, error) {
 	if size < lenEnd {
 		return nil, formatErr("%d bytes is too short for a ZIP end record", size)
 	}
-	tail := int64(lenEnd + maxCommentLen)
-	if tail > size {
-		tail = size
-	}
-	buf := make([]byte, tail)
-	if _, err := r.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read end of central directory: %w", err)
-	}
+	// The end record is the last 22 bytes unless an archive comment
+	// follows it: look in a small tail first, then in the largest one a
+	// comment allows.
+	var buf []byte
 	at := -1
-	for i := len(buf) - lenEnd; i >= 0; i-- {
-		if binary.LittleEndian.Uint32(buf[i:]) == sigEnd &&
-			int(binary.LittleEndian.Uint16(buf[i+20:]))+i+lenEnd <= len(buf) {
-			at = i
+	for _, n := range []int64{512, lenEnd + maxCommentLen} {
+		tail := min(n, size)
+		buf = make([]byte, tail)
+		if _, err := r.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read end of central directory: %w", err)
+		}
+		if at = findEnd(buf); at >= 0 || tail == size {
 			break
 		}
 	}
@@ -84,7 +83,7 @@ func openDirectory(r io.ReaderAt, size int64) (*directory, error) {
 		return nil, formatErr("no end-of-central-directory record (truncated, or not a ZIP file)")
 	}
 	end := buf[at:]
-	endPos := size - tail + int64(at)
+	endPos := size - int64(len(buf)) + int64(at)
 	d := &directory{
 		r:       r,
 		size:    size,
@@ -113,6 +112,17 @@ func openDirectory(r io.ReaderAt, size int64) (*directory, error) {
 		return nil, formatErr("end record declares %d entries in a %d-byte central directory", d.entries, d.length)
 	}
 	return d, nil
+}
+
+// findEnd returns where the last end record in buf starts whose comment
+// fits in buf, or -1.
+func findEnd(buf []byte) int {
+	for i := len(buf) - lenEnd; i >= 0; i-- {
+		if binary.LittleEndian.Uint32(buf[i:]) == sigEnd && int(binary.LittleEndian.Uint16(buf[i+20:]))+i+lenEnd <= len(buf) {
+			return i
+		}
+	}
+	return -1
 }
 
 // readEnd64 reads the ZIP64 end record through its locator, which sits just
@@ -153,7 +163,7 @@ func (d *directory) readEnd64(endPos int64) (int64, error) {
 // cdChunk is the read size of the central directory walk; maxRecord is the
 // largest record it may meet (three 16-bit lengths after a fixed header).
 const (
-	cdChunk   = 64 << 10
+	cdChunk   = 256 << 10
 	maxRecord = lenCentral + 3*0xffff
 )
 
@@ -223,8 +233,10 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 			header: int64(binary.LittleEndian.Uint32(rec[42:])),
 		}
 		name := rec[lenCentral : lenCentral+nameLen]
-		if err := e.zip64(rec[lenCentral+nameLen : lenCentral+nameLen+extraLen]); err != nil {
-			return fmt.Errorf("entry %q: %w", name, err)
+		if e.packed == 0xffffffff || e.size == 0xffffffff || e.header == 0xffffffff {
+			if err := e.zip64(rec[lenCentral+nameLen : lenCentral+nameLen+extraLen]); err != nil {
+				return fmt.Errorf("entry %q: %w", name, err)
+			}
 		}
 		count++
 		if !visit(name, &e) {

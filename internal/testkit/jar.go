@@ -255,10 +255,17 @@ func nativeBytes(seed, platform string) []byte {
 
 // ManyEntries returns a JAR of n empty stored entries after a manifest,
 // written directly (archive/zip is too slow for millions of entries). It
-// stands in for huge JARs: a flink-dist of 45,000 entries, or a hostile
-// central directory of a million.
-func ManyEntries(n int, manifest string) []byte {
+// stands in for hostile central directories of a million entries.
+func ManyEntries(n int, manifest string) []byte { return BigJAR(n, 0, manifest) }
+
+// BigJAR returns a JAR of a manifest and n stored class-like entries of
+// size bytes each (filled from one pseudo-random block), written directly;
+// extra entries follow the manifest, stored.
+// It stands in for Flink's large JARs: flink-dist holds about 45,000.
+func BigJAR(n, size int, manifest string, extra ...Entry) []byte {
+	block := noise(size)
 	var body, dir bytes.Buffer
+	body.Grow(n * (size + 60))
 	le := func(b *bytes.Buffer, vs ...any) {
 		for _, v := range vs {
 			switch x := v.(type) {
@@ -269,9 +276,9 @@ func ManyEntries(n int, manifest string) []byte {
 			}
 		}
 	}
-	add := func(name string, data []byte) {
+	crcBlock := crc32.ChecksumIEEE(block)
+	add := func(name string, data []byte, crc uint32) {
 		off := uint32(body.Len())
-		crc := crc32.ChecksumIEEE(data)
 		le(&body, uint32(0x04034b50), uint16(10), uint16(0), uint16(0), uint16(0), uint16(0x21), crc, uint32(len(data)), uint32(len(data)), uint16(len(name)), uint16(0))
 		body.WriteString(name)
 		body.Write(data)
@@ -279,16 +286,31 @@ func ManyEntries(n int, manifest string) []byte {
 			uint16(len(name)), uint16(0), uint16(0), uint16(0), uint16(0), uint32(0), off)
 		dir.WriteString(name)
 	}
-	add("META-INF/MANIFEST.MF", []byte(manifest))
-	for i := 0; i < n; i++ {
-		add(fmt.Sprintf("org/example/big/C%07d.class", i), nil)
+	add("META-INF/MANIFEST.MF", []byte(manifest), crc32.ChecksumIEEE([]byte(manifest)))
+	for _, e := range extra {
+		add(e.Name, e.Data, crc32.ChecksumIEEE(e.Data))
 	}
-	total := n + 1
-	// Without ZIP64 the end record keeps the count modulo 2^16, as
-	// many writers do; readers count the directory's records instead.
-	count := uint16(total % 0x10000)
+	for i := 0; i < n; i++ {
+		add(fmt.Sprintf("org/example/big/p%03d/C%07d.class", i%512, i), block, crcBlock)
+	}
+	// Without ZIP64 the end record keeps the count modulo 2^16, as many
+	// writers do; readers count the directory's records instead.
+	count := uint16((n + 1 + len(extra)) % 0x10000)
 	out := append(body.Bytes(), dir.Bytes()...)
 	var end bytes.Buffer
 	le(&end, uint32(0x06054b50), uint16(0), uint16(0), count, count, uint32(dir.Len()), uint32(body.Len()), uint16(0))
 	return append(out, end.Bytes()...)
+}
+
+// noise returns n pseudo-random (incompressible, reproducible) bytes.
+func noise(n int) []byte {
+	b := make([]byte, n)
+	x := uint64(0x9e3779b97f4a7c15)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
 }

@@ -1,0 +1,199 @@
+// Command compare measures the entrypoint's whole-process time from start
+// to hand-off on the realistic lib, side by side in one run with the
+// JVM-side check, the minimal reader and a bare exec, alternating the runs.
+// It prints medians, ratios, peak RSS, bytes read and the I/O floor.
+package main
+
+import (
+	"archive/zip"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+)
+
+type contender struct {
+	name string
+	argv []string
+	env  []string
+	io   []string // argv that ends in ioreport instead of /bin/true; nil: not measured
+	runs []time.Duration
+	rss  []int64
+}
+
+func main() {
+	bin := flag.String("bin", "bin", "directory of the built binaries (entrypoint, bench-minimal, bench-bare, bench-ioreport) and bench-jvm classes")
+	work := flag.String("work", filepath.Join(os.TempDir(), "streamfusion-bench"), "where the realistic libs are written (kept across runs)")
+	runs := flag.Int("runs", 21, "runs of each contender")
+	scales := flag.String("scales", "1,4,16", "entry-count scales to measure")
+	flag.Parse()
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	b := abs(*bin)
+	for _, s := range strings.Split(*scales, ",") {
+		scale, err := strconv.Atoi(s)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad -scales:", err)
+			os.Exit(64)
+		}
+		if err := measure(b, filepath.Join(*work, "scale"+s), scale, *runs, scale == 1); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+func measure(bin, root string, scale, runs int, withJVM bool) error {
+	lib := filepath.Join(root, "opt/flink/lib")
+	if _, err := os.Stat(filepath.Join(lib, "flink-dist-2.2.1.jar")); err != nil {
+		if err := testkit.Realistic(lib, scale); err != nil {
+			return err
+		}
+	}
+	jdk := filepath.Join(root, "jdk")
+	if err := os.MkdirAll(jdk, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(jdk, "release"), []byte("JAVA_VERSION=\"17.0.15\"\n"), 0o644); err != nil {
+		return err
+	}
+	size, njars := libSize(lib)
+	floor, cd := ioFloor(lib)
+	ioreport := filepath.Join(bin, "bench-ioreport")
+	env := []string{"PATH=/usr/bin:/bin", "FLINK_HOME=" + filepath.Join(root, "opt/flink"), "JAVA_HOME=" + jdk}
+	cs := []*contender{
+		{name: "entrypoint", argv: []string{filepath.Join(bin, "entrypoint"), "jobmanager"}, env: append(env, "STREAMFUSION_ORIGINAL_ENTRYPOINT=/bin/true", "STREAMFUSION_LOG_LEVEL=warn"),
+			io: []string{filepath.Join(bin, "entrypoint"), "jobmanager"}},
+		{name: "minimal reader", argv: []string{filepath.Join(bin, "bench-minimal"), lib, "/bin/true"}, env: env,
+			io: []string{filepath.Join(bin, "bench-minimal"), lib, ioreport}},
+		{name: "bare exec", argv: []string{filepath.Join(bin, "bench-bare"), "/bin/true"}, env: env},
+	}
+	if withJVM {
+		cs = append(cs, &contender{name: "JVM check", argv: []string{"java", "-Xshare:auto", "-cp", filepath.Join(bin, "bench-jvm"), "JarCheck", lib}, env: append(env, "JAVA_HOME="+os.Getenv("JAVA_HOME"))})
+	}
+	for _, c := range cs {
+		if _, err := runOnce(c); err != nil { // warm the page cache, check it works
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+	}
+	for i := 0; i < runs; i++ {
+		for _, c := range cs {
+			d, err := runOnce(c)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+			c.runs = append(c.runs, d)
+		}
+	}
+	fmt.Printf("\n## scale %dx: %d JARs, %.0f MB, %d central-directory bytes; I/O floor %d bytes\n\n", scale, njars, float64(size)/1e6, cd, floor)
+	fmt.Println("| contender | median | min | ratio to entrypoint | peak RSS | bytes read | read / floor |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	ep := median(cs[0].runs)
+	for _, c := range cs {
+		m := median(c.runs)
+		read, ratio := "", ""
+		if c.io != nil {
+			n, err := bytesRead(c)
+			if err != nil {
+				return err
+			}
+			read, ratio = strconv.FormatInt(n, 10), fmt.Sprintf("%.2f", float64(n)/float64(floor))
+		}
+		fmt.Printf("| %s | %s | %s | %.2f | %.1f MB | %s | %s |\n", c.name, ms(m), ms(slices.Min(c.runs)), float64(m)/float64(ep),
+			float64(slices.Max(c.rss))/1024, read, ratio)
+	}
+	return nil
+}
+
+func runOnce(c *contender) (time.Duration, error) {
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Env = c.env
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("%v: %s", err, out)
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		c.rss = append(c.rss, ru.Maxrss) // KiB; kept across exec
+	}
+	return d, nil
+}
+
+// bytesRead runs the contender with ioreport as what it execs: rchar
+// survives exec, so ioreport prints what the contender read.
+func bytesRead(c *contender) (int64, error) {
+	cmd := exec.Command(c.io[0], c.io[1:]...)
+	cmd.Env = c.env
+	if c.name == "entrypoint" {
+		cmd.Env = append(append([]string(nil), c.env...), "STREAMFUSION_ORIGINAL_ENTRYPOINT="+filepath.Join(filepath.Dir(c.io[0]), "bench-ioreport"))
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("%s with ioreport: %w", c.name, err)
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(out)), 10, 64)
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func libSize(lib string) (int64, int) {
+	var total int64
+	n := 0
+	_ = filepath.WalkDir(lib, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			info, _ := d.Info()
+			total += info.Size()
+			n++
+		}
+		return nil
+	})
+	return total, n
+}
+
+// ioFloor is the bytes no reader can skip: every JAR's end record, central
+// directory and manifest (local header and data), flink-dist's version
+// resource, and the embedded core's local header and manifest.
+func ioFloor(lib string) (floor, cd int64) {
+	entries, _ := os.ReadDir(lib)
+	for _, e := range entries {
+		p := filepath.Join(lib, e.Name())
+		r, err := zip.OpenReader(p)
+		if err != nil {
+			continue
+		}
+		f, _ := os.Open(p)
+		st, _ := f.Stat()
+		tail := make([]byte, 22)
+		_, _ = f.ReadAt(tail, st.Size()-22)
+		f.Close()
+		dir := int64(binary.LittleEndian.Uint32(tail[12:]))
+		floor += 22 + dir
+		cd += dir
+		for _, zf := range r.File {
+			switch {
+			case zf.Name == "META-INF/MANIFEST.MF", zf.Name == ".flink-runtime.version.properties":
+				floor += 30 + int64(len(zf.Name)) + int64(zf.CompressedSize64)
+			case strings.HasSuffix(zf.Name, "streamfusion-core.jar"):
+				floor += 30 + int64(len(zf.Name)) + 30 + 20 + 1024 // nested: its first local header and manifest
+			}
+		}
+		r.Close()
+	}
+	return floor, cd
+}

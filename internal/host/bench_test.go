@@ -1,0 +1,47 @@
+package host
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+)
+
+// realisticRoot writes (once per process) the benchmark lib of testkit.Realistic.
+func realisticRoot(b *testing.B) string {
+	b.Helper()
+	root := filepath.Join(os.TempDir(), "streamfusion-bench", "scale1")
+	lib := filepath.Join(root, "opt/flink/lib")
+	if _, err := os.Stat(filepath.Join(lib, "flink-dist-2.2.1.jar")); err != nil {
+		if err := testkit.Realistic(lib, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return root
+}
+
+func BenchmarkGatherRealistic(b *testing.B) {
+	root := realisticRoot(b)
+	s := Settings{LibDir: root + "/opt/flink/lib", OS: "linux", Arch: "x86_64"}
+	fsys := os.DirFS("/")
+	for b.Loop() {
+		f, err := Gather(context.Background(), fsys, s, nil)
+		if err != nil || len(f.Classpath) != 24 {
+			b.Fatal(err, len(f.Classpath))
+		}
+	}
+}
+
+func BenchmarkDecideRealistic(b *testing.B) {
+	root := realisticRoot(b)
+	f, err := Gather(context.Background(), os.DirFS("/"), Settings{LibDir: root + "/opt/flink/lib", OS: "linux", Arch: "x86_64"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		admission.Decide(f)
+	}
+}
