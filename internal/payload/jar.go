@@ -274,11 +274,20 @@ func isNative(name []byte) bool {
 
 // open returns a reader of e's uncompressed bytes.
 func open(d *directory, e *entry) (io.Reader, func(), error) {
-	off, err := d.dataOffset(e)
-	if err != nil {
-		return nil, nil, err
+	var sec io.Reader
+	if e.packed <= smallEntry {
+		data, err := d.packedData(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		sec = bytes.NewReader(data)
+	} else {
+		off, err := d.dataOffset(e)
+		if err != nil {
+			return nil, nil, err
+		}
+		sec = io.NewSectionReader(d.r, off, int64(e.packed))
 	}
-	sec := io.NewSectionReader(d.r, off, int64(e.packed))
 	switch e.method {
 	case methodStored:
 		if e.packed != e.size {

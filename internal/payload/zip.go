@@ -304,34 +304,77 @@ func (e *entry) zip64(extra []byte) error {
 	return formatErr("saturated sizes without a ZIP64 extra field")
 }
 
+// smallEntry is the size up to which an entry's local header and data are
+// read in one go: manifests and version resources.
+const smallEntry = 64 << 10
+
+// packedData returns the stored (compressed) bytes of a small entry,
+// reading its local header, name and data with one read when the local
+// extra field is short, as it is in JARs.
+func (d *directory) packedData(e *entry) ([]byte, error) {
+	const extraGuess = 64
+	if e.header < 0 || e.header > d.offset-lenLocal || e.packed > uint64(d.offset) {
+		return nil, formatErr("entry %q: local header offset %d outside the archive's data", e.name, e.header)
+	}
+	n := min(int64(lenLocal+len(e.name)+extraGuess)+int64(e.packed), d.offset-e.header)
+	buf := make([]byte, n)
+	if _, err := d.r.ReadAt(buf, e.header); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("read local header of %q: %w", e.name, err)
+	}
+	start, err := d.checkLocal(e, buf)
+	if err != nil {
+		return nil, err
+	}
+	if rel := start - e.header; rel+int64(e.packed) <= int64(len(buf)) {
+		return buf[rel : rel+int64(e.packed)], nil
+	}
+	data := make([]byte, e.packed) // a long extra field: read the data on its own
+	if _, err := d.r.ReadAt(data, start); err != nil {
+		return nil, fmt.Errorf("read %q: %w", e.name, err)
+	}
+	return data, nil
+}
+
+// checkLocal checks the local header at the start of buf (which holds at
+// least the fixed header) against e, and returns where e's data starts.
+func (d *directory) checkLocal(e *entry, buf []byte) (int64, error) {
+	if len(buf) < lenLocal || binary.LittleEndian.Uint32(buf) != sigLocal {
+		return 0, formatErr("entry %q: bad local header signature at offset %d", e.name, e.header)
+	}
+	nameLen := int(binary.LittleEndian.Uint16(buf[26:]))
+	extraLen := int64(binary.LittleEndian.Uint16(buf[28:]))
+	if nameLen != len(e.name) {
+		return 0, formatErr("entry %q: local header names a %d-byte entry", e.name, nameLen)
+	}
+	if len(buf) < lenLocal+nameLen {
+		return 0, formatErr("entry %q: local header runs into the central directory", e.name)
+	}
+	if name := buf[lenLocal : lenLocal+nameLen]; string(name) != e.name {
+		return 0, formatErr("entry %q: local header names %q instead", e.name, name)
+	}
+	start := e.header + lenLocal + int64(nameLen) + extraLen
+	if e.packed > uint64(d.offset) || start > d.offset-int64(e.packed) {
+		return 0, formatErr("entry %q: %d bytes of data at offset %d run into the central directory", e.name, e.packed, start)
+	}
+	return start, nil
+}
+
 // dataOffset reads the local file header of e, checks that it names the
 // same entry as the central directory, and returns where its data starts.
 func (d *directory) dataOffset(e *entry) (int64, error) {
-	var h [lenLocal]byte
 	if e.header < 0 || e.header > d.offset-lenLocal {
 		return 0, formatErr("entry %q: local header offset %d outside the archive's data", e.name, e.header)
 	}
-	if _, err := d.r.ReadAt(h[:], e.header); err != nil {
+	buf := make([]byte, lenLocal+len(e.name))
+	if int64(len(buf)) > d.offset-e.header {
+		return 0, formatErr("entry %q: local header runs into the central directory", e.name)
+	}
+	if _, err := d.r.ReadAt(buf, e.header); err != nil {
 		return 0, fmt.Errorf("read local header of %q: %w", e.name, err)
 	}
-	if binary.LittleEndian.Uint32(h[:]) != sigLocal {
-		return 0, formatErr("entry %q: bad local header signature at offset %d", e.name, e.header)
-	}
-	nameLen := int64(binary.LittleEndian.Uint16(h[26:]))
-	extraLen := int64(binary.LittleEndian.Uint16(h[28:]))
-	if int(nameLen) != len(e.name) {
-		return 0, formatErr("entry %q: local header names a %d-byte entry", e.name, nameLen)
-	}
-	name := make([]byte, nameLen)
-	if _, err := d.r.ReadAt(name, e.header+lenLocal); err != nil {
-		return 0, fmt.Errorf("read local header of %q: %w", e.name, err)
-	}
-	if string(name) != e.name {
-		return 0, formatErr("entry %q: local header names %q instead", e.name, name)
-	}
-	start := e.header + lenLocal + nameLen + extraLen
-	if e.packed > uint64(d.offset) || start > d.offset-int64(e.packed) {
-		return 0, formatErr("entry %q: %d bytes of data at offset %d run into the central directory", e.name, e.packed, start)
+	start, err := d.checkLocal(e, buf)
+	if err != nil {
+		return 0, err
 	}
 	return start, nil
 }

@@ -12,7 +12,8 @@ import (
 // loader whose deflated embedded core carries ~24 MB of native libraries,
 // the runtime core, six extensions with native libraries and Flink's other
 // lib JARs: about 160 MB in 24 JARs at scale 1. scale multiplies the entry
-// counts (not the native libraries), for the scaling runs.
+// counts and divides the entry sizes by the same factor (the native
+// libraries stay), so the central directories grow and the files do not.
 func Realistic(lib string, scale int) error {
 	if err := os.MkdirAll(lib, 0o755); err != nil {
 		return err
@@ -21,12 +22,12 @@ func Realistic(lib string, scale int) error {
 	write := func(name string, data []byte) error { return os.WriteFile(filepath.Join(lib, name), data, 0o644) }
 	fm := func(title string) string { return flinkManifest(title, v) }
 
-	dist := BigJAR(45_000*scale, 2_400, fm("flink-dist"),
+	dist := BigJAR(45_000*scale, 2_400/scale, fm("flink-dist"),
 		Entry{Name: ".flink-runtime.version.properties", Data: []byte("project.version=" + v + "\nscala.binary.version=2.12\n")})
 	if err := write("flink-dist-"+v+".jar", dist); err != nil {
 		return err
 	}
-	planner := BigJAR(20_000*scale, 1_800, fm("flink-table-planner"))
+	planner := BigJAR(20_000*scale, 1_800/scale, fm("flink-table-planner"))
 	if err := write("flink-table-planner-loader-"+v+".jar", JAR(fm("flink-table-planner-loader"),
 		Entry{Name: "org/apache/flink/table/planner/loader/PlannerModule.class", Data: classBytes("loader")},
 		Entry{Name: "flink-table-planner.jar", Data: planner})); err != nil {
@@ -41,7 +42,7 @@ func Realistic(lib string, scale int) error {
 		{"flink-connector-files", 600, 1_000}, {"flink-csv", 150, 1_000}, {"flink-json", 150, 1_000},
 		{"flink-sql-parquet", 2_000, 1_000}, {"flink-connector-kafka", 250, 1_000}, {"flink-connector-base", 300, 1_000},
 	} {
-		if err := write(j.name+"-"+v+".jar", BigJAR(j.entries*scale, j.size, fm(j.name))); err != nil {
+		if err := write(j.name+"-"+v+".jar", BigJAR(j.entries*scale, j.size/scale, fm(j.name))); err != nil {
 			return err
 		}
 	}
@@ -49,7 +50,7 @@ func Realistic(lib string, scale int) error {
 		name    string
 		entries int
 	}{{"log4j-1.2-api-2.24.3", 300}, {"log4j-api-2.24.3", 300}, {"log4j-core-2.24.3", 1_500}, {"log4j-slf4j-impl-2.24.3", 40}, {"kafka-clients-3.9.1", 2_000}} {
-		if err := write(j.name+".jar", BigJAR(j.entries*scale, 1_000, Manifest("Implementation-Version", "x"))); err != nil {
+		if err := write(j.name+".jar", BigJAR(j.entries*scale, 1_000/scale, Manifest("Implementation-Version", "x"))); err != nil {
 			return err
 		}
 	}
