@@ -605,8 +605,12 @@ func TestArbitraryUIDWithoutHome(t *testing.T) {
 
 	secret := im.lib("streamfusion-json-0.1.0.jar")
 	require.NoError(t, os.Chmod(secret, 0))
+	hidden := im.lib("private")
+	require.NoError(t, os.Mkdir(hidden, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(hidden, "x.jar"), nil, 0o644))
 	r = start()
 	assert.Equal(t, 78, r.code)
 	assert.Contains(t, r.stderr, secret)
 	assert.Contains(t, r.stderr, "permission denied")
+	assert.Contains(t, r.stderr, hidden+": cannot read this JAR (found directory cannot be listed", "a directory it cannot list is named too")
 }
