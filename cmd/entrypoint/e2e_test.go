@@ -564,7 +564,11 @@ func TestLibMissing(t *testing.T) {
 func TestArbitraryUIDWithoutHome(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
-		t.Fatal("this test starts the entrypoint as another uid and needs root, as CI has")
+		msg := "this test starts the entrypoint as another uid and needs root, as CI has"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
 	}
 	im := newImage(t, testkit.Good("2.2.1"))
 	require.NoError(t, os.Chmod(filepath.Dir(im.root), 0o755)) // t.TempDir's parent is private
