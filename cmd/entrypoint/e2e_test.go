@@ -616,5 +616,5 @@ func TestArbitraryUIDWithoutHome(t *testing.T) {
 	assert.Equal(t, 78, r.code)
 	assert.Contains(t, r.stderr, secret)
 	assert.Contains(t, r.stderr, "permission denied")
-	assert.Contains(t, r.stderr, hidden+": cannot read this JAR (found directory cannot be listed", "a directory it cannot list is named too")
+	assert.Contains(t, r.stderr, hidden+": cannot list this directory (found directory cannot be listed", "a directory it cannot list is named too")
 }

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -575,7 +576,11 @@ func layoutUnreadable(v *view) []Finding {
 	var out []Finding
 	for _, group := range [][]*payload.JAR{v.Classpath, v.Usrlib, v.Plugins} {
 		for _, j := range group {
-			if j.Err != nil {
+			switch {
+			case errors.Is(j.Err, payload.ErrUnlisted):
+				out = append(out, Finding{Path: j.Path, Message: "cannot list this directory", Found: j.Err.Error(),
+					Required: "every directory below lib readable by the container's user", Fix: "make " + j.Path + " readable (chmod a+rx), or remove it"})
+			case j.Err != nil:
 				out = append(out, Finding{Path: j.Path, Message: "cannot read this JAR", Found: j.Err.Error(),
 					Required: "a regular file holding a readable ZIP archive", Fix: "replace or remove " + j.Path})
 			}

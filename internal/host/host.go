@@ -135,7 +135,7 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progr
 			for i := range next {
 				if dir, ok := strings.CutSuffix(names[i], "/"); ok {
 					_, err := fs.ReadDir(fsys, dir)
-					out[i] = &payload.JAR{Path: "/" + dir, Err: fmt.Errorf("directory cannot be listed, JARs in it may be missing from the check: %w", err)}
+					out[i] = &payload.JAR{Path: "/" + dir, Err: fmt.Errorf("%w: %w", payload.ErrUnlisted, err)}
 					continue
 				}
 				progress.begin("/" + names[i])

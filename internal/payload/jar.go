@@ -32,6 +32,9 @@ const (
 var (
 	ErrNotRegular = errors.New("not a regular file")
 	ErrLinkLoop   = errors.New("too many levels of symbolic links")
+	// ErrUnlisted marks a directory below lib that could not be listed:
+	// JARs in it may be missing from the check.
+	ErrUnlisted = errors.New("directory cannot be listed, JARs in it may be missing from the check")
 )
 
 // JAR is what one read learned about a JAR file. When Err is set, the file
