@@ -105,11 +105,9 @@ func FromEnv(env []string) (Config, error) {
 		errs = append(errs, fmt.Errorf("%w: STREAMFUSION_LOG_FORMAT=%q; use text or json", ErrUsage, f))
 	}
 	// zerolog.ParseLevel("") is NoLevel, which would silence everything.
-	switch lv, _ := Lookup(env, "STREAMFUSION_LOG_LEVEL"); lv {
-	case "":
-	default:
+	if lv, set := Lookup(env, "STREAMFUSION_LOG_LEVEL"); set {
 		l, err := zerolog.ParseLevel(strings.ToLower(lv))
-		if err != nil || l == zerolog.NoLevel || l == zerolog.Disabled {
+		if lv == "" || err != nil || l == zerolog.NoLevel || l == zerolog.Disabled {
 			c.LevelWarning = fmt.Sprintf("STREAMFUSION_LOG_LEVEL=%q is not a level (trace, debug, info, warn, error); using info", lv)
 		} else {
 			c.Level = l

@@ -52,6 +52,10 @@ func TestLogLevelFallsBackToInfo(t *testing.T) {
 	c, err := FromEnv([]string{"STREAMFUSION_LOG_LEVEL="})
 	require.NoError(t, err)
 	assert.Equal(t, zerolog.InfoLevel, c.Level, "empty means info, never NoLevel")
+	assert.NotEmpty(t, c.LevelWarning, "set but empty is worth a warning")
+	c, err = FromEnv(nil)
+	require.NoError(t, err)
+	assert.Empty(t, c.LevelWarning, "unset is the default, silently")
 }
 
 func TestUsageErrors(t *testing.T) {
