@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,6 +63,9 @@ type received struct {
 	SigIgn string   `json:"sigIgn"`
 	SigBlk string   `json:"sigBlk"`
 	PID    int      `json:"pid"`
+	// Read is rchar of /proc/self/io at the helper's start: the counters
+	// survive exec, so it is what the entrypoint read before the hand-off.
+	Read int64 `json:"read"`
 }
 
 // helperExit is the helper's exit status: the entrypoint must pass it on.
@@ -69,6 +73,13 @@ const helperExit = 3
 
 func helper() {
 	r := received{Args: os.Args, Env: os.Environ(), PID: os.Getpid()}
+	if io, err := os.ReadFile("/proc/self/io"); err == nil {
+		for _, line := range strings.Split(string(io), "\n") {
+			if v, ok := strings.CutPrefix(line, "rchar: "); ok {
+				r.Read, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
 	for _, s := range os.Args {
 		r.Raw = append(r.Raw, []byte(s))
 	}
@@ -617,4 +628,26 @@ func TestArbitraryUIDWithoutHome(t *testing.T) {
 	assert.Contains(t, r.stderr, secret)
 	assert.Contains(t, r.stderr, "permission denied")
 	assert.Contains(t, r.stderr, hidden+": cannot list this directory (found directory cannot be listed", "a directory it cannot list is named too")
+}
+
+// Pass-through commands read nothing: what the process read before the
+// hand-off is its environment block, not the lib.
+func TestPassThroughReadsNothing(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1"))
+	require.NoError(t, os.WriteFile(im.lib("dependencies.jar"), testkit.ManyEntries(5_000, testkit.Manifest("A", "b")), 0o644))
+	admitted := im.start(t, nil, "jobmanager")
+	require.Equal(t, helperExit, admitted.code, admitted.stderr)
+	passed := im.start(t, nil, "bash", "-c", "true")
+	require.Equal(t, helperExit, passed.code, passed.stderr)
+	var libBytes int64
+	entries, err := os.ReadDir(filepath.Join(im.root, testkit.LibDir))
+	require.NoError(t, err)
+	for _, e := range entries {
+		info, _ := e.Info()
+		libBytes += info.Size()
+	}
+	t.Logf("read before hand-off: admitted %d bytes, pass-through %d bytes (lib holds %d)", admitted.got.Read, passed.got.Read, libBytes)
+	assert.Less(t, passed.got.Read, int64(16<<10), "pass-through reads its environment and nothing of the image")
+	assert.Greater(t, admitted.got.Read, passed.got.Read+int64(200<<10), "admission reads the lib's directories")
 }
