@@ -48,7 +48,8 @@ bench: build
 lint:
 	go vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	@if command -v golangci-lint >/dev/null; then golangci-lint run; else echo "golangci-lint not installed: vet and gofmt only"; fi
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	@if command -v golangci-lint >/dev/null; then golangci-lint run; else echo "golangci-lint not installed: vet, gofmt and staticcheck only"; fi
 
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.
 FUZZTIME ?= 10s

@@ -14,7 +14,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -42,7 +41,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "entrypoint")
-	build := osexec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", binary, ".")
+	build := osexec.Command("go", "build", "-trimpath", "-o", binary, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build entrypoint: %v\n%s", err, out)
@@ -84,9 +83,7 @@ func helper() {
 		r.Raw = append(r.Raw, []byte(s))
 	}
 	block, _ := os.ReadFile("/proc/self/environ") // os.Environ drops repeated variables
-	for _, s := range bytes.Split(bytes.TrimSuffix(block, []byte{0}), []byte{0}) {
-		r.Raw = append(r.Raw, s)
-	}
+	r.Raw = append(r.Raw, bytes.Split(bytes.TrimSuffix(block, []byte{0}), []byte{0})...)
 	r.Cwd, _ = os.Getwd()
 	self, _ := filepath.EvalSymlinks("/proc/self/fd")
 	entries, _ := os.ReadDir("/proc/self/fd")
@@ -521,7 +518,7 @@ func TestReadmeCatalogueIsCurrent(t *testing.T) {
 
 func TestBinaryIsStaticAndLinksNoNetworkCode(t *testing.T) {
 	t.Parallel()
-	out, err := osexec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", ".").Output()
+	out, err := osexec.Command("go", "list", "-deps", ".").Output()
 	require.NoError(t, err)
 	deps := strings.Fields(string(out))
 	sort.Strings(deps)

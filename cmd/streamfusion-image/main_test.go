@@ -9,7 +9,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -38,7 +37,7 @@ func TestMain(m *testing.M) {
 	}
 	for _, arch := range []string{"amd64", "arm64"} {
 		out := filepath.Join(dir, "entrypoint-linux-"+arch)
-		build := osexec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-trimpath", "-o", out, "../entrypoint")
+		build := osexec.Command("go", "build", "-trimpath", "-o", out, "../entrypoint")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 		if b, err := build.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build entrypoint for %s: %v\n%s", arch, err, b)
@@ -303,7 +302,7 @@ func TestUsage(t *testing.T) {
 }
 
 func TestEntrypointLinksNoRegistryCode(t *testing.T) {
-	out, err := osexec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "list", "-deps", "../entrypoint").Output()
+	out, err := osexec.Command("go", "list", "-deps", "../entrypoint").Output()
 	require.NoError(t, err)
 	for _, dep := range strings.Fields(string(out)) {
 		assert.False(t, strings.HasPrefix(dep, "github.com/google/go-containerregistry") || dep == "net/http" || dep == "crypto/tls", dep)

@@ -78,14 +78,6 @@ func paths(js []*payload.JAR) string {
 	return strings.Join(ps, ", ")
 }
 
-func idPaths(ids []*Identity) string {
-	var ps []string
-	for _, id := range ids {
-		ps = append(ps, id.Path)
-	}
-	return strings.Join(ps, ", ")
-}
-
 // Host rules.
 
 func plannerMissing(v *view) []Finding {
