@@ -101,6 +101,7 @@ type view struct {
 	*Facts
 	ids     []*Identity // StreamFusion content on the classpath, in order
 	byPath  map[string]*Identity
+	jars    map[string]*payload.JAR // the classpath by path
 	planner []*payload.JAR
 	scala   []*payload.JAR // flink-table-planner_2.1x
 	dists   []*payload.JAR
@@ -132,8 +133,9 @@ func IsDist(name string) bool {
 }
 
 func newView(f *Facts) *view {
-	v := &view{Facts: f, byPath: map[string]*Identity{}}
+	v := &view{Facts: f, byPath: map[string]*Identity{}, jars: make(map[string]*payload.JAR, len(f.Classpath))}
 	for _, j := range f.Classpath {
+		v.jars[j.Path] = j
 		name := path.Base(j.Path)
 		switch {
 		case isPlannerLoader(name):
@@ -179,14 +181,7 @@ func newView(f *Facts) *view {
 	return v
 }
 
-func (v *view) jar(p string) *payload.JAR {
-	for _, j := range v.Classpath {
-		if j.Path == p {
-			return j
-		}
-	}
-	return nil
-}
+func (v *view) jar(p string) *payload.JAR { return v.jars[p] }
 
 func (v *view) line() string {
 	if v.release == nil {
