@@ -80,7 +80,8 @@ func Admitted(role string, d *admission.Decision) string {
 }
 
 // Summary is the plain line that ends a refusal, at most MaxTermination
-// bytes: every error, its path and message, then where to read more.
+// bytes: every error with its path, message and fix, then where to read
+// more. It is what `kubectl describe pod` shows.
 func Summary(role string, d *admission.Decision) string {
 	errs := d.Errors()
 	var b strings.Builder
@@ -93,6 +94,7 @@ func Summary(role string, d *admission.Decision) string {
 			b.WriteString(f.Path + ": ")
 		}
 		b.WriteString(f.Message)
+		b.WriteString(" (fix: " + f.Fix + ")")
 	}
 	b.WriteString(". Run '/docker-entrypoint.sh streamfusion check' in the image for the full report.")
 	return Clip(b.String(), MaxTermination)

@@ -31,6 +31,7 @@ func TestSummaryIsBoundedAndNamesErrorsOnly(t *testing.T) {
 	s := Summary("jobmanager", decision(2))
 	assert.True(t, strings.HasPrefix(s, "StreamFusion refused to start jobmanager (2 error(s)): /opt/flink/lib/"))
 	assert.NotContains(t, s, "experimental")
+	assert.Contains(t, s, "built for line 1.18 (fix: remove it)", "each error carries its fix")
 	long := Summary("jobmanager", decision(500))
 	assert.LessOrEqual(t, len(long), MaxTermination)
 	assert.True(t, utf8.ValidString(long), "cut on a rune boundary")
