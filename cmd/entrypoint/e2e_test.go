@@ -661,3 +661,25 @@ func TestPassThroughReadsNothing(t *testing.T) {
 	assert.Less(t, passed.got.Read, int64(16<<10), "pass-through reads its environment and nothing of the image")
 	assert.Greater(t, admitted.got.Read, passed.got.Read+int64(200<<10), "admission reads the lib's directories")
 }
+
+// INT and HUP ignored when the container started stay ignored for Flink
+// (and the entrypoint does not start relaying every signal instead). TERM
+// cannot be kept ignored: the Go runtime installs its own handler for it at
+// start, and a caught signal is reset to its default by execve.
+func TestIgnoredSignalsStayIgnored(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1"))
+	// sh -c 'trap "" TERM INT HUP; exec ...' starts the entrypoint with all three ignored.
+	cmd := osexec.Command("/bin/sh", "-c", `trap "" TERM INT HUP; exec "$0" jobmanager`, binary)
+	cmd.Env, cmd.Dir = im.env, im.root
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	r := finish(t, cmd.Run(), stdout.String(), stderr.String())
+	require.Equal(t, helperExit, r.code, r.stderr)
+	ign, err := strconv.ParseUint(r.got.SigIgn, 16, 64)
+	require.NoError(t, err)
+	for _, s := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} {
+		assert.NotZero(t, ign&(1<<(uint(s)-1)), "%s still ignored after the hand-off", s)
+	}
+	assert.Zero(t, ign&(1<<(uint(syscall.SIGTERM)-1)), "TERM is reset to its default")
+}

@@ -92,17 +92,20 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		}
 	}
 	caught := make(chan os.Signal, 1)
-	signal.Notify(caught, sigs...)
+	if len(sigs) > 0 { // Notify with no signals would relay every signal
+		signal.Notify(caught, sigs...)
+	}
 
 	name := string(role)
 	_, d, err := decide(cfg, caught)
 	var sig *signalError
+	var late *timeoutError
 	switch {
 	case errors.As(err, &sig):
 		log.Error().Str("signal", sig.sig.String()).Msgf("received %s during admission; nothing was started", sig.sig)
 		return 128 + int(sig.sig.(syscall.Signal))
-	case errors.Is(err, context.DeadlineExceeded):
-		msg := fmt.Sprintf("StreamFusion admission of %s did not finish within %s (STREAMFUSION_ADMISSION_TIMEOUT); still reading: %s", name, cfg.Timeout, strings.Join(err.(*timeoutError).reading, ", "))
+	case errors.As(err, &late):
+		msg := fmt.Sprintf("StreamFusion admission of %s did not finish within %s (STREAMFUSION_ADMISSION_TIMEOUT); still reading: %s", name, cfg.Timeout, strings.Join(late.reading, ", "))
 		fmt.Fprintln(stderr, msg)
 		terminate(log, cfg, msg)
 		return exitTimeout

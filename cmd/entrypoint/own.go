@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -67,7 +68,8 @@ func check(env []string, asJSON bool, stdout, stderr io.Writer) int {
 	facts, d, err := decide(cfg, nil)
 	if err != nil {
 		fmt.Fprintln(stderr, "streamfusion: ERROR", err)
-		if to, ok := err.(*timeoutError); ok {
+		var to *timeoutError
+		if errors.As(err, &to) {
 			fmt.Fprintln(stderr, "still reading:", strings.Join(to.reading, ", "))
 			return exitTimeout
 		}
