@@ -127,7 +127,7 @@ func runOnce(c *contender) (time.Duration, error) {
 	out, err := cmd.CombinedOutput()
 	d := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("%v: %s", err, out)
+		return 0, fmt.Errorf("%w: %s", err, out)
 	}
 	return d, nil
 }
@@ -145,7 +145,7 @@ func peakRSS(c *contender) (int64, error) {
 	cmd := exec.Command("/usr/bin/time", append([]string{"-f", "%M", "-o", out.Name()}, c.argv...)...)
 	cmd.Env = c.env
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("GNU time: %v: %s", err, b)
+		return 0, fmt.Errorf("GNU time: %w: %s", err, b)
 	}
 	b, err := os.ReadFile(out.Name())
 	if err != nil {
@@ -180,7 +180,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Micros
 func libSize(lib string) (int64, int) {
 	var total int64
 	n := 0
-	_ = filepath.WalkDir(lib, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(lib, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			info, _ := d.Info()
 			total += info.Size()

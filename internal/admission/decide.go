@@ -46,6 +46,7 @@ func (p Platform) Name() string { return p.OS + "-" + p.Arch }
 // Severity of a finding.
 type Severity string
 
+// Severities: an error refuses the start, a warning is logged.
 const (
 	Error   Severity = "error"
 	Warning Severity = "warning"
@@ -162,10 +163,10 @@ func newView(f *Facts) *view {
 	var loaders []*Identity
 	var cores []*Identity
 	for _, id := range v.ids {
-		switch {
-		case id.Kind == KindLoader:
+		switch id.Kind {
+		case KindLoader:
 			loaders = append(loaders, id)
-		case id.Kind == KindCore:
+		case KindCore:
 			cores = append(cores, id)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 // Support is how a Flink release is admitted.
 type Support string
 
+// How releases are admitted: supported, or experimental (with a warning).
 const (
 	Supported    Support = "supported"
 	Experimental Support = "experimental"

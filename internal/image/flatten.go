@@ -35,6 +35,7 @@ var ErrLayer = errors.New("unsafe layer entry")
 // Keep is what Flatten keeps of a regular file.
 type Keep int
 
+// What Flatten keeps of a file.
 const (
 	Skip     Keep = iota // leave it out
 	Presence             // keep an empty stand-in: only its existence matters

@@ -176,6 +176,9 @@ func TestNestedCoreFaults(t *testing.T) {
 		{"nested again, stored", true, func() []byte { return testkit.Loader("2.2", "0.1.0").Bytes() }, "only one level of nesting"},
 		{"nested again, deflated", false, func() []byte { return testkit.Loader("2.2", "0.1.0").Bytes() }, "only one level of nesting"},
 		{"garbage, deflated", false, func() []byte { return []byte("garbage garbage garbage garbage") }, "bad local header signature"},
+		{"decompression bomb before the manifest", false, func() []byte {
+			return testkit.JAR("", testkit.Entry{Name: "zeros.bin", Data: make([]byte, 80<<20)}, testkit.Entry{Name: "META-INF/MANIFEST.MF", Data: []byte(testkit.Core("2.2", "0.1.0").Manifest())})
+		}, "no manifest within the first 64 MiB"},
 	} {
 		loader := testkit.Loader("2.2", "0.1.0")
 		loader.Embedded = nil

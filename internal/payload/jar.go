@@ -232,7 +232,7 @@ func (j *JAR) scan(r io.ReaderAt, size int64, opt Options, depth int) error {
 		}
 	}
 	if e != nil {
-		j.Nested = readNested(d, e, j.Path+"!/"+core, opt)
+		j.Nested = readNested(d, e, j.Path+"!/"+core)
 	}
 	return nil
 }
@@ -353,7 +353,7 @@ func readEntry(d *directory, e *entry, limit int64) ([]byte, error) {
 
 // readNested reads the JAR stored in entry e: in place when stored, by
 // streaming its local headers up to the manifest when deflated.
-func readNested(d *directory, e *entry, path string, opt Options) *JAR {
+func readNested(d *directory, e *entry, path string) *JAR {
 	n := &JAR{Path: path, Size: int64(e.size)}
 	off, err := d.dataOffset(e)
 	if err != nil {
@@ -371,7 +371,8 @@ func readNested(d *directory, e *entry, path string, opt Options) *JAR {
 		n.Streamed = true
 		fr := inflater(io.NewSectionReader(d.r, off, int64(e.packed)))
 		defer inflaters.Put(fr)
-		m, err := streamManifest(bufio.NewReader(io.LimitReader(fr, int64(e.size))))
+		b := &budget{left: maxBeforeManifest}
+		m, err := streamManifest(bufio.NewReader(b.reader(io.LimitReader(fr, int64(e.size)))), b)
 		if err != nil {
 			n.Err = err
 			return n
@@ -388,11 +389,41 @@ func readNested(d *directory, e *entry, path string, opt Options) *JAR {
 	return n
 }
 
+// maxBeforeManifest bounds what is inflated of a deflated nested JAR while
+// looking for its manifest, which JAR tools write first: a decompression
+// bomb, or a manifest buried behind the native libraries, is refused.
+const maxBeforeManifest = 64 << 20
+
+// errBuried is returned when the manifest is not within maxBeforeManifest.
+var errBuried = fmt.Errorf("%w: embedded JAR: no manifest within the first %d MiB inflated", ErrFormat, maxBeforeManifest>>20)
+
+// budget is what may still be inflated; every reader it hands out draws on it.
+type budget struct{ left int64 }
+
+func (b *budget) reader(r io.Reader) io.Reader { return &bounded{r: r, b: b} }
+
+type bounded struct {
+	r io.Reader
+	b *budget
+}
+
+func (r *bounded) Read(p []byte) (int, error) {
+	if r.b.left <= 0 {
+		return 0, errBuried
+	}
+	if int64(len(p)) > r.b.left {
+		p = p[:r.b.left]
+	}
+	n, err := r.r.Read(p)
+	r.b.left -= int64(n)
+	return n, err
+}
+
 // streamManifest reads a ZIP archive front to back through its local
 // headers until it meets the manifest, and returns it (nil when the
 // archive's entries end without one). Entries before the manifest are
 // skipped: stored ones by their sizes, deflated ones by inflating them.
-func streamManifest(r *bufio.Reader) (*Manifest, error) {
+func streamManifest(r *bufio.Reader, b *budget) (*Manifest, error) {
 	var h [lenLocal]byte
 	for i := 0; ; i++ {
 		if _, err := io.ReadFull(r, h[:4]); err != nil {
@@ -430,7 +461,7 @@ func streamManifest(r *bufio.Reader) (*Manifest, error) {
 			}
 			body = io.LimitReader(r, packed)
 		case methodDeflated:
-			body = flate.NewReader(r) // r is a ByteReader: inflation stops at the stream's end
+			body = b.reader(flate.NewReader(r)) // r is a ByteReader: inflation stops at the stream's end
 			if !descriptor {
 				body = io.LimitReader(body, size)
 			}
@@ -447,7 +478,11 @@ func streamManifest(r *bufio.Reader) (*Manifest, error) {
 			}
 			return &m, nil
 		}
-		if _, err := io.Copy(io.Discard, body); err != nil {
+		// Bounded: body draws on the budget of maxBeforeManifest bytes.
+		if _, err := io.Copy(io.Discard, body); err != nil { //nolint:gosec // G110: bounded by budget
+			if errors.Is(err, errBuried) {
+				return nil, err
+			}
 			return nil, truncated(err, fmt.Sprintf("embedded JAR entry %q is damaged", name))
 		}
 		if descriptor {
