@@ -38,6 +38,7 @@ var (
 	engine     *client.Client
 	entrypoint []byte
 	busybox    v1.Layer
+	bindir     string // entrypoint and streamfusion-image, built for the suite
 )
 
 func TestMain(m *testing.M) {
@@ -50,12 +51,15 @@ func setup(m *testing.M) int {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
+	bindir = dir
 	bin := filepath.Join(dir, "entrypoint")
-	build := osexec.Command("go", "build", "-trimpath", "-o", bin, "../../cmd/entrypoint")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build entrypoint: %v\n%s", err, out)
-		return 1
+	for _, cmd := range []string{"entrypoint", "streamfusion-image"} {
+		build := osexec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, cmd), "../../cmd/"+cmd)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", cmd, err, out)
+			return 1
+		}
 	}
 	if entrypoint, err = os.ReadFile(bin); err != nil {
 		panic(err)
@@ -334,4 +338,38 @@ func TestConflictsStopFlinkAtTheDoor(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The tarball `streamfusion-image bake --output` writes is what the engine
+// loads (docker load / podman load), and the image it holds starts Flink.
+func TestBakeOutputLoadsAndStarts(t *testing.T) {
+	h := hosts[1]
+	base, err := imagekit.Base{Dist: testkit.Dist{Flink: h.flink}, User: h.user, Busybox: busybox, Extra: doubles}.Image()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	baseTar := filepath.Join(dir, "base.tar")
+	require.NoError(t, tarball.WriteToFile(baseTar, name.MustParseReference("localhost/flink:base").(name.Tag), base))
+	args := []string{"bake", "--base", baseTar, "--output", filepath.Join(dir, "baked.tar"), "--name", "localhost/streamfusion-suite:cli-baked"}
+	for _, p := range testkit.StreamFusion(h.line, "0.1.0") {
+		f := filepath.Join(dir, p.Name)
+		require.NoError(t, os.WriteFile(f, p.Payload.Bytes(), 0o644))
+		args = append(args, "--payload", f)
+	}
+	out, err := osexec.Command(filepath.Join(bindir, "streamfusion-image"), args...).CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	f, err := os.Open(filepath.Join(dir, "baked.tar"))
+	require.NoError(t, err)
+	defer f.Close()
+	resp, err := engine.ImageLoad(context.Background(), f)
+	require.NoError(t, err)
+	loaded, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NotContains(t, string(loaded), "errorDetail", string(loaded))
+	t.Cleanup(func() {
+		_, _ = engine.ImageRemove(context.Background(), "localhost/streamfusion-suite:cli-baked", dockerimage.RemoveOptions{Force: true})
+	})
+	o := run{image: "localhost/streamfusion-suite:cli-baked", cmd: []string{"jobmanager"}}.start(t)
+	require.Equal(t, 0, o.code, o.logs)
+	assert.Contains(t, o.logs, "flink-double: started role=jobmanager pid=1 uid=9999")
 }
