@@ -144,13 +144,24 @@ func load(t *testing.T, imgs map[string]v1.Image) {
 	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(tarball.MultiRefWrite(refs, pw)) }()
-	resp, err := engine.ImageLoad(context.Background(), pr)
+	tags := make([]string, 0, len(imgs))
+	for tag := range imgs {
+		tags = append(tags, tag)
+	}
+	loadTarball(t, pr, tags...)
+}
+
+// loadTarball loads a `docker save` style tarball, as docker load and
+// podman load do, and removes its tags when the test ends.
+func loadTarball(t *testing.T, r io.Reader, tags ...string) {
+	t.Helper()
+	resp, err := engine.ImageLoad(context.Background(), r)
 	require.NoError(t, err)
 	out, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	require.NotContains(t, string(out), "errorDetail", string(out))
 	t.Cleanup(func() {
-		for tag := range imgs {
+		for _, tag := range tags {
 			_, _ = engine.ImageRemove(context.Background(), tag, dockerimage.RemoveOptions{Force: true})
 		}
 	})
@@ -361,14 +372,7 @@ func TestBakeOutputLoadsAndStarts(t *testing.T) {
 	f, err := os.Open(filepath.Join(dir, "baked.tar"))
 	require.NoError(t, err)
 	defer f.Close()
-	resp, err := engine.ImageLoad(context.Background(), f)
-	require.NoError(t, err)
-	loaded, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NotContains(t, string(loaded), "errorDetail", string(loaded))
-	t.Cleanup(func() {
-		_, _ = engine.ImageRemove(context.Background(), "localhost/streamfusion-suite:cli-baked", dockerimage.RemoveOptions{Force: true})
-	})
+	loadTarball(t, f, "localhost/streamfusion-suite:cli-baked")
 	o := run{image: "localhost/streamfusion-suite:cli-baked", cmd: []string{"jobmanager"}}.start(t)
 	require.Equal(t, 0, o.code, o.logs)
 	assert.Contains(t, o.logs, "flink-double: started role=jobmanager pid=1 uid=9999")

@@ -107,9 +107,10 @@ type view struct {
 	scala   []*payload.JAR // flink-table-planner_2.1x
 	dists   []*payload.JAR
 
-	flink   string   // planner version
-	release *Release // nil when unknown
-	java    *JavaVersion
+	thePlanner *payload.JAR // the one readable planner JAR, if exactly one
+	flink      string       // its version
+	release    *Release     // nil when unknown
+	java       *JavaVersion
 
 	loader   *Identity // the one valid loader, if exactly one
 	embedded *Identity // its embedded core, if readable
@@ -152,7 +153,8 @@ func newView(f *Facts) *view {
 		}
 	}
 	if all := append(append([]*payload.JAR(nil), v.planner...), v.scala...); len(all) == 1 && all[0].Err == nil {
-		v.flink = manifestValue(all[0], "Implementation-Version")
+		v.thePlanner = all[0]
+		v.flink = manifestValue(v.thePlanner, "Implementation-Version")
 		v.release = Lookup(v.flink)
 	}
 	if f.JDK.Err == nil {

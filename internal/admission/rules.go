@@ -112,15 +112,8 @@ func plannerSeveral(v *view) []Finding {
 	return out
 }
 
-func (v *view) thePlanner() *payload.JAR {
-	if all := append(append([]*payload.JAR(nil), v.planner...), v.scala...); len(all) == 1 && all[0].Err == nil {
-		return all[0]
-	}
-	return nil
-}
-
 func plannerUnversioned(v *view) []Finding {
-	p := v.thePlanner()
+	p := v.thePlanner
 	if p == nil || v.flink != "" {
 		return nil
 	}
@@ -130,7 +123,7 @@ func plannerUnversioned(v *view) []Finding {
 }
 
 func plannerABI(v *view) []Finding {
-	p := v.thePlanner()
+	p := v.thePlanner
 	if p == nil || v.flink == "" || v.release != nil {
 		return nil
 	}
@@ -189,7 +182,7 @@ func distMixed(v *view) []Finding {
 		return nil
 	}
 	return one(Finding{Path: d.Path, Message: "mixed Flink distribution: flink-dist " + dv + " with planner " + v.flink,
-		Found: "flink-dist " + dv + ", planner " + v.flink + " (" + v.thePlanner().Path + ")", Required: "flink-dist and planner of the same release",
+		Found: "flink-dist " + dv + ", planner " + v.flink + " (" + v.thePlanner.Path + ")", Required: "flink-dist and planner of the same release",
 		Fix: "install the flink-dist and planner JARs of one Flink release"})
 }
 
@@ -291,12 +284,16 @@ func loaderMissing(v *view) []Finding {
 }
 
 func loaderDuplicate(v *view) []Finding {
-	ls := v.kind(KindLoader)
-	if len(ls) < 2 {
+	return duplicated(v.kind(KindLoader), "StreamFusion loaders", "exactly one loader", "keep one loader of the release you deploy and remove the others")
+}
+
+// duplicated reports a payload kind installed more than once, at the second copy.
+func duplicated(ids []*Identity, what, required, fix string) []Finding {
+	if len(ids) < 2 {
 		return nil
 	}
-	return one(Finding{Path: ls[1].Path, Message: fmt.Sprintf("%d StreamFusion loaders in lib", len(ls)), Found: describeAll(ls),
-		Required: "exactly one loader", Fix: "keep one loader of the release you deploy and remove the others"})
+	return one(Finding{Path: ids[1].Path, Message: fmt.Sprintf("%d %s in lib", len(ids), what), Found: describeAll(ids),
+		Required: required, Fix: fix})
 }
 
 func describeAll(ids []*Identity) string {
@@ -383,12 +380,7 @@ func coreMissing(v *view) []Finding {
 }
 
 func coreDuplicate(v *view) []Finding {
-	cs := v.kind(KindCore)
-	if len(cs) < 2 {
-		return nil
-	}
-	return one(Finding{Path: cs[1].Path, Message: fmt.Sprintf("%d StreamFusion runtime cores in lib", len(cs)), Found: describeAll(cs),
-		Required: "exactly one runtime core", Fix: "keep the core of the loader's release and remove the others"})
+	return duplicated(v.kind(KindCore), "StreamFusion runtime cores", "exactly one runtime core", "keep the core of the loader's release and remove the others")
 }
 
 func coreMismatch(v *view) []Finding {
@@ -587,7 +579,7 @@ func lineExperimental(v *view) []Finding {
 	if v.release == nil || v.release.Support != Experimental {
 		return nil
 	}
-	return one(Finding{Path: v.thePlanner().Path, Message: "Flink " + v.flink + " is an experimental StreamFusion line",
+	return one(Finding{Path: v.thePlanner.Path, Message: "Flink " + v.flink + " is an experimental StreamFusion line",
 		Found: v.hostText(), Required: "a supported line for production", Fix: "move to Flink 2.2 when you can; STREAMFUSION_STRICT=true refuses experimental lines"})
 }
 

@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
 // Entry is one file in a JAR.
@@ -206,7 +208,7 @@ func (p Payload) Manifest() string {
 }
 
 // EmbeddedCoreAttr names the loader's nested core.
-const EmbeddedCoreAttr = "StreamFusion-Embedded-Core"
+const EmbeddedCoreAttr = payload.EmbeddedCoreAttr
 
 func (p Payload) artifact() string {
 	if p.Artifact != "" {
