@@ -56,20 +56,21 @@ func TestFaultCatalogueRefusals(t *testing.T) {
 		{"half a JAR", good[:len(good)/2], "no end-of-central-directory record"},
 		{"empty file", nil, "too short"},
 		{"an HTML error page saved as .jar", []byte("<html><body>404 Not Found</body></html>"), "not a valid ZIP archive"},
-		{"self-extracting stub prepended", append([]byte("#!/bin/sh\nexec java -jar \"$0\" \"$@\"\n"), good...), "data prepended"},
-		{"two META-INF/MANIFEST.MF", testkit.JAR(testkit.Manifest("A", "1"), testkit.Entry{Name: "META-INF/MANIFEST.MF", Data: []byte("B: 2\r\n")}), "2 META-INF/MANIFEST.MF entries"},
-		{"two manifests differing in case", testkit.JAR(testkit.Manifest("A", "1"), testkit.Entry{Name: "meta-inf/manifest.mf", Data: []byte("B: 2\r\n")}), "ambiguous"},
-		{"central directory name differs from the local header", messWith(good, func(b []byte) []byte {
-			i := bytes.Index(b, []byte("PK\x03\x04"))
-			for ; i >= 0; i = bytes.Index(b[i+4:], []byte("PK\x03\x04")) + i + 4 {
-				n := int(binary.LittleEndian.Uint16(b[i+26:]))
-				if string(b[i+30:i+30+n]) == "META-INF/MANIFEST.MF" {
-					copy(b[i+30:], "META-INF/MANIFEST.XX")
-					return b
-				}
-			}
-			panic("no manifest")
-		}), "local header names"},
+		{"stub prepended, offsets not shifted", append([]byte("#!/bin/sh\nexec java -jar \"$0\" \"$@\"\n"), good[:len(good)-22]...), "no end-of-central-directory record"},
+		{"entry name not UTF-8", messWith(good, func(b []byte) []byte {
+			b[centralRecord(b, "META-INF/MANIFEST.MF")+46+9] = 0xff
+			return b
+		}), "is not UTF-8"},
+		{"central extra field longer than declared", messWith(good, func(b []byte) []byte {
+			return withCentralExtra(b, "META-INF/MANIFEST.MF", []byte{0x55, 0x54, 9, 0, 1, 2, 3, 4})
+		}), "extra field 0x5455 declares 9 bytes, 4 remain"},
+		{"ZIP64 extra field of an odd size", messWith(good, func(b []byte) []byte {
+			return withCentralExtra(b, "META-INF/MANIFEST.MF", []byte{1, 0, 6, 0, 1, 2, 3, 4, 5, 6})
+		}), "ZIP64 extra field of 6 bytes"},
+		{"encrypted entry", messWith(good, func(b []byte) []byte {
+			b[centralRecord(b, "META-INF/MANIFEST.MF")+8] |= 1
+			return b
+		}), "is encrypted"},
 		{"manifest declaring 100 MiB", messWith(good, func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[centralRecord(b, "META-INF/MANIFEST.MF")+24:], 100<<20)
 			return b
@@ -81,15 +82,11 @@ func TestFaultCatalogueRefusals(t *testing.T) {
 		{"local header offset past the data", messWith(good, func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[centralRecord(b, "META-INF/MANIFEST.MF")+42:], uint32(len(b)))
 			return b
-		}), "outside the archive's data"},
-		{"entry count disagrees with the directory", messWith(good, func(b []byte) []byte {
-			end := bytes.LastIndex(b, []byte("PK\x05\x06"))
-			binary.LittleEndian.PutUint16(b[end+10:], 3)
-			return b
-		}), "declares 3 entries"},
+		}), "outside the 2000-byte file"},
 		{"manifest without ': '", testkit.JAR("Manifest-Version 1.0\r\n"), "malformed manifest"},
-		{"manifest with a NUL byte", testkit.JAR("Manifest-Version: 1.0\x00\r\n"), "NUL byte"},
-		{"manifest main section over 1 MiB", testkit.JAR("Manifest-Version: 1.0\r\nX: " + strings.Repeat("y", 1<<20) + "\r\n"), "main section longer than"},
+		{"manifest line of 512 bytes", testkit.JAR("Manifest-Version: 1.0\r\nX: " + strings.Repeat("y", 509) + "\n"), "line 2 is longer than 511 bytes"},
+		{"manifest section without Name", testkit.JAR("Manifest-Version: 1.0\r\n\r\nBogus: x\r\n"), "without \"Name: \""},
+		{"manifest attribute name not ASCII", testkit.JAR("Manifest-Version: 1.0\r\nCaf\xc3\xa9: x\r\n"), "is not an attribute name"},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
 			t.Parallel()
@@ -111,17 +108,71 @@ func TestFaultCatalogueReadCorrectly(t *testing.T) {
 	}{
 		{"continuation lines", mf("Manifest-Version: 1.0\r\nStreamFusion-Module: streamfusion-avro-confluent-reg\r\n istry\r\n\r\n"), "StreamFusion-Module", "streamfusion-avro-confluent-registry"},
 		{"CR-only line ends", mf("Manifest-Version: 1.0\rStreamFusion-Version: 0.1.0\r\r"), "streamfusion-version", "0.1.0"},
-		{"LF line ends, no final newline", mf("Manifest-Version: 1.0\nImplementation-Version: 2.2.1"), "Implementation-Version", "2.2.1"},
+		{"LF line ends", mf("Manifest-Version: 1.0\nImplementation-Version: 2.2.1\n"), "Implementation-Version", "2.2.1"},
 		{"72-byte lines folded by the jar tool", mf(testkit.Manifest("StreamFusion-Requires", strings.Repeat("streamfusion-avro ", 12))), "StreamFusion-Requires", strings.TrimSpace(strings.Repeat("streamfusion-avro ", 12))},
 		{"non-UTF-8 bytes elsewhere", mf("Manifest-Version: 1.0\r\nImplementation-Vendor: Caf\xe9\r\nImplementation-Version: 1.0\r\n"), "Implementation-Version", "1.0"},
 		{"per-entry sections after the main one", mf("Manifest-Version: 1.0\r\nA: main\r\n\r\nName: x.class\r\nA: entry\r\n"), "A", "main"},
+		{"non-UTF-8 value, read as the JVM decodes it", mf("Manifest-Version: 1.0\r\nA: caf\xe9 \xe2\x82!\r\n"), "A", "caf\ufffd \ufffd!"},
+		{"a NUL byte in a value", mf("Manifest-Version: 1.0\r\nA: x\x00y\r\n"), "A", "x\x00y"},
+		{"the same attribute twice: the last one", mf("Manifest-Version: 1.0\r\nA: one\r\na: two\r\n"), "A", "two"},
+		{"two manifests: JarFile reads the last", testkit.JAR(testkit.Manifest("A", "1"), testkit.Entry{Name: "META-INF/MANIFEST.MF", Data: []byte("A: 2\r\n")}), "A", "2"},
+		{"manifests differing in case: JarFile reads the last", testkit.JAR(testkit.Manifest("A", "1"), testkit.Entry{Name: "meta-inf/manifest.mf", Data: []byte("A: 2\r\n")}), "A", "2"},
+		{"a launch script prepended (Spring Boot)", append([]byte("#!/bin/sh\nexec java -jar \"$0\" \"$@\"\n"), mf(testkit.Manifest("A", "1"))...), "A", "1"},
+		{"junk appended", append(mf(testkit.Manifest("A", "1")), "JUNK JUNK JUNK"...), "A", "1"},
+		{"an archive comment", withComment(mf(testkit.Manifest("A", "1")), "built by hand"), "A", "1"},
+		{"entry count disagrees with the directory", messWith(mf(testkit.Manifest("A", "1")), func(b []byte) []byte {
+			end := bytes.LastIndex(b, []byte("PK\x05\x06"))
+			binary.LittleEndian.PutUint16(b[end+8:], 7)
+			binary.LittleEndian.PutUint16(b[end+10:], 7)
+			return b
+		}), "A", "1"},
+		{"local header names another entry", messWith(mf(testkit.Manifest("A", "1")), func(b []byte) []byte {
+			at := binary.LittleEndian.Uint32(b[centralRecord(b, "META-INF/MANIFEST.MF")+42:])
+			copy(b[at+30:], "META-INF/MANIFEST.XX")
+			return b
+		}), "A", "1"},
 	} {
-		j := payload.Read(bytes.NewReader(c.data), int64(len(c.data)), "/x.jar", payload.Options{})
-		require.NoError(t, j.Err, c.fault)
-		got, ok := j.Manifest.Get(c.attr)
-		assert.True(t, ok, c.fault)
-		assert.Equal(t, c.want, got, c.fault)
+		t.Run(c.fault, func(t *testing.T) {
+			t.Parallel()
+			j := payload.Read(bytes.NewReader(c.data), int64(len(c.data)), "/x.jar", payload.Options{})
+			require.NoError(t, j.Err)
+			got, ok := j.Manifest.Get(c.attr)
+			assert.True(t, ok)
+			assert.Equal(t, c.want, got)
+		})
 	}
+}
+
+func TestManifestLastLineWithoutEndIsIgnored(t *testing.T) {
+	t.Parallel()
+	data := testkit.JAR("Manifest-Version: 1.0\nImplementation-Version: 2.2.1")
+	j := payload.Read(bytes.NewReader(data), int64(len(data)), "/x.jar", payload.Options{})
+	require.NoError(t, j.Err)
+	_, ok := j.Manifest.Get("Implementation-Version")
+	assert.False(t, ok, "the JVM drops a last line without a line end")
+	v, _ := j.Manifest.Get("Manifest-Version")
+	assert.Equal(t, "1.0", v)
+}
+
+// withCentralExtra gives the central record of name the extra field extra.
+func withCentralExtra(b []byte, name string, extra []byte) []byte {
+	i := centralRecord(b, name)
+	n := int(binary.LittleEndian.Uint16(b[i+28:]))
+	old := int(binary.LittleEndian.Uint16(b[i+30:]))
+	binary.LittleEndian.PutUint16(b[i+30:], uint16(len(extra)))
+	at := i + 46 + n
+	out := append(append(append([]byte(nil), b[:at]...), extra...), b[at+old:]...)
+	end := bytes.LastIndex(out, []byte("PK\x05\x06"))
+	size := binary.LittleEndian.Uint32(out[end+12:])
+	binary.LittleEndian.PutUint32(out[end+12:], size+uint32(len(extra)-old))
+	return out
+}
+
+// withComment adds an archive comment.
+func withComment(b []byte, comment string) []byte {
+	end := bytes.LastIndex(b, []byte("PK\x05\x06"))
+	binary.LittleEndian.PutUint16(b[end+20:], uint16(len(comment)))
+	return append(b, comment...)
 }
 
 func TestZIP64AndDataDescriptors(t *testing.T) {
@@ -146,11 +197,13 @@ func TestZIP64AndDataDescriptors(t *testing.T) {
 	assert.Equal(t, "2.2.1", v)
 
 	// archive/zip writes deflated entries with data descriptors (bit 3):
-	// the streamed embedded core walks past them.
+	// the streamed embedded core reads its manifest's sizes and CRC from
+	// the descriptor.
 	loader := testkit.Loader("2.2", "0.1.0")
 	core := *loader.Embedded
-	nested := testkit.JAR("", testkit.Entry{Name: "first.bin", Data: bytes.Repeat([]byte("q"), 3000)}, testkit.Entry{Name: "META-INF/MANIFEST.MF", Data: []byte(core.Manifest())})
-	require.NotZero(t, binary.LittleEndian.Uint16(nested[6:])&0x8, "the first entry uses a data descriptor")
+	nested := testkit.JAR("", testkit.Entry{Name: "META-INF/MANIFEST.MF", Data: []byte(core.Manifest())}, testkit.Entry{Name: "first.bin", Data: bytes.Repeat([]byte("q"), 3000)})
+	loc := bytes.Index(nested, []byte("META-INF/MANIFEST.MF")) - 30
+	require.NotZero(t, binary.LittleEndian.Uint16(nested[loc+6:])&0x8, "the manifest uses a data descriptor")
 	loader.Embedded = nil
 	loader.Attrs = map[string]string{testkit.EmbeddedCoreAttr: testkit.DefaultEmbedPath}
 	loader.Entries = []testkit.Entry{{Name: testkit.DefaultEmbedPath, Data: nested}}
@@ -175,10 +228,18 @@ func TestNestedCoreFaults(t *testing.T) {
 		{"truncated, stored", true, func() []byte { b := testkit.Core("2.2", "0.1.0").Bytes(); return b[:len(b)-30] }, "not a valid ZIP archive"},
 		{"nested again, stored", true, func() []byte { return testkit.Loader("2.2", "0.1.0").Bytes() }, "only one level of nesting"},
 		{"nested again, deflated", false, func() []byte { return testkit.Loader("2.2", "0.1.0").Bytes() }, "only one level of nesting"},
-		{"garbage, deflated", false, func() []byte { return []byte("garbage garbage garbage garbage") }, "bad local header signature"},
-		{"decompression bomb before the manifest", false, func() []byte {
-			return testkit.JAR("", testkit.Entry{Name: "zeros.bin", Data: make([]byte, 80<<20)}, testkit.Entry{Name: "META-INF/MANIFEST.MF", Data: []byte(testkit.Core("2.2", "0.1.0").Manifest())})
-		}, "no manifest within the first 64 MiB"},
+		{"garbage, deflated", false, func() []byte { return []byte("garbage garbage garbage garbage") }, "no manifest where JarInputStream looks for it"},
+		{"manifest third, deflated", false, func() []byte {
+			return testkit.JAR("", testkit.Entry{Name: "META-INF/"}, testkit.Entry{Name: "a.class", Data: []byte("x")}, testkit.Entry{Name: "META-INF/MANIFEST.MF", Data: []byte(testkit.Core("2.2", "0.1.0").Manifest())})
+		}, "no manifest where JarInputStream looks for it"},
+		{"manifest third, stored", true, func() []byte {
+			return testkit.JAR("", testkit.Entry{Name: "META-INF/"}, testkit.Entry{Name: "a.class", Data: []byte("x")}, testkit.Entry{Name: "META-INF/MANIFEST.MF", Data: []byte(testkit.Core("2.2", "0.1.0").Manifest())})
+		}, "JarFile finds a manifest but JarInputStream finds none"},
+		{"decompression bomb as META-INF/", false, func() []byte {
+			// archive/zip writes no data for a directory: name it META-INFx, then rename.
+			b := testkit.JAR("", testkit.Entry{Name: "META-INFx", Data: make([]byte, 80<<20)}, testkit.Entry{Name: "META-INF/MANIFEST.MF", Data: []byte(testkit.Core("2.2", "0.1.0").Manifest())})
+			return bytes.ReplaceAll(b, []byte("META-INFx"), []byte("META-INF/"))
+		}, "inflates beyond 64 MiB"},
 	} {
 		loader := testkit.Loader("2.2", "0.1.0")
 		loader.Embedded = nil

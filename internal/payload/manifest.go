@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
-// MaxMainSection bounds the main section of a manifest. Flink's and
-// StreamFusion's are a few hundred bytes; signed JARs have long manifests
-// but a short main section, and only the main section is read.
-const MaxMainSection = 1 << 20
-
 // ErrManifest is returned, wrapped with the line, for a manifest that
-// breaks the JAR manifest syntax.
+// java.util.jar.Manifest refuses to read.
 var ErrManifest = errors.New("malformed manifest")
 
 // Manifest is the main section of a JAR manifest. Attribute names are
@@ -38,92 +34,224 @@ func (m Manifest) Len() int { return len(m.attrs) }
 // Attributes returns the attributes with lower-case names.
 func (m Manifest) Attributes() map[string]string { return m.attrs }
 
-// ParseManifest reads the main section of a manifest: header lines up to the
-// first empty line or the end. Lines end in CRLF, LF or CR; a line that
-// starts with a space continues the previous value. Reading stops after
-// MaxMainSection bytes.
+// ParseManifest reads a manifest as java.util.jar.Manifest reads it, and
+// keeps its main section. The whole manifest must be well formed, per-entry
+// sections included, since the JVM refuses a JAR whose manifest is not:
+//   - lines end in CRLF, LF or CR; a line (its end included) longer than
+//     512 bytes is refused; a last line without an end is ignored;
+//   - a header is "Name: value", the name 1-70 of [A-Za-z0-9_-]; a line
+//     that starts with a space continues the previous one;
+//   - an empty line ends a section; each later section starts with
+//     "Name: ";
+//   - values are UTF-8, each malformed sequence read as U+FFFD.
+//
+// The JVM reads lines through a 512-byte line buffer filled from 8 KiB
+// blocks; where a CR ends one and its LF starts the next, it sees an empty
+// line, and so does this parser.
 func ParseManifest(r io.Reader) (Manifest, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxMainSection+1))
+	data, err := io.ReadAll(io.LimitReader(r, maxDeclaredMF+1))
 	if err != nil {
 		return Manifest{}, err
 	}
-	m, complete, err := parseMain(data)
-	if err != nil {
-		return Manifest{}, err
+	if len(data) > maxDeclaredMF {
+		return Manifest{}, fmt.Errorf("%w: longer than %d bytes", ErrManifest, maxDeclaredMF)
 	}
-	if !complete && len(data) > MaxMainSection {
-		return Manifest{}, fmt.Errorf("%w: main section longer than %d bytes", ErrManifest, MaxMainSection)
-	}
-	return m, nil
-}
-
-// parseMain parses the main section in data; complete reports whether an
-// empty line ended it before the data did.
-func parseMain(data []byte) (m Manifest, complete bool, err error) {
-	m.attrs = map[string]string{}
-	var name string
-	var value []byte
-	flush := func() {
-		if name == "" {
-			return
-		}
+	lr := &lines{data: data}
+	m := Manifest{attrs: map[string]string{}}
+	if err := lr.section(func(name string, value []byte) {
 		key := strings.ToLower(name)
 		if _, dup := m.attrs[key]; dup {
 			m.Repeated = append(m.Repeated, name)
 		}
-		m.attrs[key] = string(bytes.TrimSpace(value))
-		name, value = "", nil
+		m.attrs[key] = strings.TrimSpace(decodeUTF8(value))
+	}); err != nil {
+		return Manifest{}, err
 	}
-	for n := 1; len(data) > 0; n++ {
-		i := bytes.IndexAny(data, "\r\n")
-		line, rest := data, []byte(nil)
-		if i >= 0 {
-			line, rest = data[:i], data[i+1:]
-			if data[i] == '\r' && len(rest) > 0 && rest[0] == '\n' {
-				rest = rest[1:]
-			}
-		} else if len(data) > MaxMainSection {
-			// The limit cut this line; the caller reports it.
-			return m, false, nil
+	for {
+		line, ok := lr.next()
+		if !ok {
+			return m, nil
 		}
-		data = rest
-		switch {
-		case len(line) == 0:
-			flush()
-			return m, true, nil
-		case bytes.IndexByte(line, 0) >= 0:
-			return Manifest{}, false, fmt.Errorf("%w: line %d contains a NUL byte", ErrManifest, n)
-		case line[0] == ' ':
-			if name == "" {
-				return Manifest{}, false, fmt.Errorf("%w: line %d continues nothing", ErrManifest, n)
+		if len(line) == 0 {
+			continue // empty lines between sections
+		}
+		if len(line) < 6 || !bytes.EqualFold(line[:4], []byte("name")) || line[4] != ':' || line[5] != ' ' {
+			return Manifest{}, fmt.Errorf("%w: line %d starts a section without \"Name: \": %q", ErrManifest, lr.n, clip(line))
+		}
+		for lr.peek() == ' ' { // a wrapped section name
+			if _, ok := lr.next(); !ok {
+				return m, nil
 			}
-			value = append(value, line[1:]...)
-		default:
-			flush()
-			c := bytes.Index(line, []byte(": "))
-			if c <= 0 || !validName(line[:c]) {
-				return Manifest{}, false, fmt.Errorf("%w: line %d is not a \"Name: value\" header: %q", ErrManifest, n, clip(line))
-			}
-			name = string(line[:c])
-			value = append([]byte(nil), line[c+2:]...)
+		}
+		if err := lr.section(func(string, []byte) {}); err != nil {
+			return Manifest{}, err
 		}
 	}
-	flush()
-	return m, false, nil
 }
 
-// validName follows the JAR specification: alphanumerics, '-' and '_', at
-// most 70 bytes.
-func validName(b []byte) bool {
-	if len(b) > 70 {
+// lineMax is the JVM's manifest line buffer; blockSize the size of the
+// blocks it refills that buffer from.
+const (
+	lineMax   = 512
+	blockSize = 8192
+)
+
+// lines splits a manifest into lines as the JVM's manifest reader does.
+type lines struct {
+	data []byte
+	pos  int
+	n    int   // number of the line last read
+	err  error // a line too long
+}
+
+// next returns the next line without its end; ok is false at the end of
+// the data (a last line without an end is dropped) or after a line too long.
+func (l *lines) next() (line []byte, ok bool) {
+	start, total := l.pos, 0
+	for total < lineMax {
+		if l.pos >= len(l.data) {
+			return nil, false
+		}
+		block := min((l.pos/blockSize+1)*blockSize, len(l.data))
+		tpos, maxpos := l.pos, l.pos+min(lineMax-total, block-l.pos)
+		var c byte
+		for tpos < maxpos {
+			c = l.data[tpos]
+			tpos++
+			if c == '\n' || c == '\r' {
+				break
+			}
+		}
+		if c == '\r' && tpos < maxpos && l.data[tpos] == '\n' {
+			tpos++
+		}
+		total += tpos - l.pos
+		l.pos = tpos
+		if c = l.data[tpos-1]; c == '\n' || c == '\r' {
+			break
+		}
+	}
+	l.n++
+	line = l.data[start:l.pos]
+	if end := line[len(line)-1]; end != '\n' && end != '\r' {
+		l.err = fmt.Errorf("%w: line %d is longer than %d bytes", ErrManifest, l.n, lineMax-1)
+		return nil, false
+	}
+	line = line[:len(line)-1]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	return line, true
+}
+
+// peek returns the next byte, or -1 at the end.
+func (l *lines) peek() int {
+	if l.pos >= len(l.data) {
+		return -1
+	}
+	return int(l.data[l.pos])
+}
+
+// section reads headers up to an empty line or the end, and calls put for
+// each complete one.
+func (l *lines) section(put func(name string, value []byte)) error {
+	var name string
+	var value []byte
+	for {
+		line, ok := l.next()
+		if !ok {
+			return l.err
+		}
+		if len(line) == 0 {
+			return nil
+		}
+		if line[0] == ' ' {
+			if name == "" {
+				return fmt.Errorf("%w: line %d continues nothing", ErrManifest, l.n)
+			}
+			value = append(value, line[1:]...)
+		} else {
+			c := bytes.IndexByte(line, ':')
+			if c < 0 || c+1 >= len(line) || line[c+1] != ' ' {
+				return fmt.Errorf("%w: line %d is not a \"Name: value\" header: %q", ErrManifest, l.n, clip(line))
+			}
+			name, value = string(line[:c]), append([]byte(nil), line[c+2:]...)
+		}
+		if l.peek() == ' ' {
+			continue // the value goes on
+		}
+		if !validName(name) {
+			return fmt.Errorf("%w: line %d: %q is not an attribute name (1-70 of A-Z, a-z, 0-9, '-', '_')", ErrManifest, l.n, clip([]byte(name)))
+		}
+		put(name, value)
+	}
+}
+
+// validName follows the JAR specification: alphanumerics, '-' and '_', 1
+// to 70 of them.
+func validName(s string) bool {
+	if s == "" || len(s) > 70 {
 		return false
 	}
-	for _, c := range b {
+	for _, c := range []byte(s) {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 			return false
 		}
 	}
 	return true
+}
+
+// decodeUTF8 decodes b as the JVM's UTF-8 decoder does: each maximal
+// malformed subsequence (an invalid byte, or the valid start of a sequence
+// cut short) becomes one U+FFFD.
+func decodeUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var s strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r != utf8.RuneError || n > 1 {
+			s.WriteRune(r)
+			b = b[n:]
+			continue
+		}
+		s.WriteRune(utf8.RuneError)
+		b = b[malformed(b):]
+	}
+	return s.String()
+}
+
+// malformed returns the length of the maximal subpart of an ill-formed
+// sequence at the start of b (Unicode 3.9, U+FFFD substitution).
+func malformed(b []byte) int {
+	lo, hi, need := byte(0x80), byte(0xbf), 0
+	switch c := b[0]; {
+	case c >= 0xc2 && c <= 0xdf:
+		need = 1
+	case c == 0xe0:
+		lo, need = 0xa0, 2
+	case c == 0xed:
+		hi, need = 0x9f, 2
+	case c >= 0xe1 && c <= 0xef:
+		need = 2
+	case c == 0xf0:
+		lo, need = 0x90, 3
+	case c == 0xf4:
+		hi, need = 0x8f, 3
+	case c >= 0xf1 && c <= 0xf3:
+		need = 3
+	default:
+		return 1
+	}
+	n := 1
+	for ; n <= need && n < len(b); n++ {
+		if b[n] < lo || b[n] > hi {
+			break
+		}
+		lo, hi = 0x80, 0xbf
+	}
+	return n
 }
 
 func clip(b []byte) []byte {

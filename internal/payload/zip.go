@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"unicode/utf8"
 )
 
 // ZIP record signatures and sizes (APPNOTE.TXT 4.3).
 const (
-	sigLocal     = 0x04034b50
-	sigCentral   = 0x02014b50
-	sigEnd       = 0x06054b50
-	sigEnd64     = 0x06064b50
-	sigLocator64 = 0x07064b50
+	sigLocal      = 0x04034b50
+	sigCentral    = 0x02014b50
+	sigEnd        = 0x06054b50
+	sigEnd64      = 0x06064b50
+	sigLocator64  = 0x07064b50
+	sigDescriptor = 0x08074b50
 
 	lenLocal     = 30
 	lenCentral   = 46
@@ -23,27 +25,33 @@ const (
 	lenLocator64 = 20
 
 	maxCommentLen  = 0xffff
+	flagEncrypted  = 0x1
 	flagDescriptor = 0x8 // sizes and CRC follow the data (general purpose bit 3)
 
 	methodStored   = 0
 	methodDeflated = 8
+
+	magic32  = 0xffffffff // a saturated 32-bit field: look for ZIP64
+	magic16  = 0xffff
+	tagZIP64 = 0x0001
 )
 
 // ErrFormat is returned, wrapped with details, when the bytes are not a ZIP
-// archive this package is willing to trust.
+// archive the JVM would open.
 var ErrFormat = errors.New("not a valid ZIP archive")
 
 func formatErr(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrFormat, fmt.Sprintf(format, args...))
 }
 
-// directory is the location of a ZIP archive's central directory.
+// directory is the location of a ZIP archive's central directory, found as
+// java.util.zip.ZipFile finds it.
 type directory struct {
-	r       io.ReaderAt
-	size    int64 // bytes of the archive
-	offset  int64 // of the first central directory record
-	length  int64 // bytes of the central directory
-	entries uint64
+	r      io.ReaderAt
+	size   int64 // bytes of the file
+	base   int64 // where the archive starts: bytes prepended to it (a launch script) shift every offset
+	offset int64 // of the first central directory record, in the file
+	length int64 // bytes of the central directory
 }
 
 // entry is what the scan keeps of one central directory record.
@@ -53,167 +61,183 @@ type entry struct {
 	flags  uint16
 	packed uint64 // compressed size
 	size   uint64 // uncompressed size
-	header int64  // offset of the local file header
+	header int64  // offset of the local file header, relative to the archive's start
 }
 
 // openDirectory finds the end-of-central-directory record and, for ZIP64,
-// its 64-bit counterpart. It refuses archives whose central directory does
-// not end exactly where the end record starts: data prepended to the
-// archive (self-extracting stubs) or hidden between its parts.
+// its 64-bit counterpart, with the JVM's rules: the last end record whose
+// comment reaches exactly to the end of the file, or, when junk follows the
+// archive, one whose directory and first local header start with their
+// signatures. A ZIP64 end record is used when a locator points at one that
+// agrees with the classic record; otherwise the classic values stand, even
+// when saturated (65,535 entries without ZIP64 records). The central
+// directory ends where the (ZIP64) end record starts; whatever lies before
+// the archive's first byte is a prefix and shifts every offset.
 func openDirectory(r io.ReaderAt, size int64) (*directory, error) {
 	if size < lenEnd {
 		return nil, formatErr("%d bytes is too short for a ZIP end record", size)
 	}
-	// The end record is the last 22 bytes unless an archive comment
-	// follows it: look in a small tail first, then in the largest one a
-	// comment allows.
-	var buf []byte
-	at := -1
+	// The end record is the last 22 bytes unless an archive comment or
+	// junk follows it: look in a small tail first, then in the largest
+	// one a comment allows.
 	for _, n := range []int64{512, lenEnd + maxCommentLen} {
 		tail := min(n, size)
-		buf = make([]byte, tail)
+		buf := make([]byte, tail)
 		if _, err := r.ReadAt(buf, size-tail); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("read end of central directory: %w", err)
 		}
-		if at = findEnd(buf); at >= 0 || tail == size {
+		for i := len(buf) - lenEnd; i >= 0; i-- {
+			if binary.LittleEndian.Uint32(buf[i:]) != sigEnd {
+				continue
+			}
+			d, ok, err := candidate(r, size, size-tail+int64(i), buf[i:i+lenEnd])
+			if err != nil || ok {
+				return d, err
+			}
+		}
+		if tail == size {
 			break
 		}
 	}
-	if at < 0 {
-		return nil, formatErr("no end-of-central-directory record (truncated, or not a ZIP file)")
-	}
-	end := buf[at:]
-	endPos := size - int64(len(buf)) + int64(at)
-	d := &directory{
-		r:       r,
-		size:    size,
-		entries: uint64(binary.LittleEndian.Uint16(end[10:])),
-		length:  int64(binary.LittleEndian.Uint32(end[12:])),
-		offset:  int64(binary.LittleEndian.Uint32(end[16:])),
-	}
-	if disk := binary.LittleEndian.Uint16(end[4:]); disk != 0 {
-		return nil, formatErr("multi-disk archive (disk %d)", disk)
-	}
-	dirEnd := endPos
-	if d.entries == 0xffff || d.length == 0xffffffff || d.offset == 0xffffffff {
-		pos, err := d.readEnd64(endPos)
-		if err != nil {
-			return nil, err
-		}
-		dirEnd = pos
-	}
-	if d.offset < 0 || d.length < 0 || d.offset > dirEnd || d.length > dirEnd-d.offset {
-		return nil, formatErr("central directory (offset %d, %d bytes) lies outside the %d-byte file", d.offset, d.length, size)
-	}
-	if d.offset+d.length != dirEnd {
-		return nil, formatErr("%d unexpected bytes before the end record: data prepended to the archive (self-extracting stub?) or a damaged directory", dirEnd-(d.offset+d.length))
-	}
-	if d.entries > uint64(d.length)/lenCentral {
-		return nil, formatErr("end record declares %d entries in a %d-byte central directory", d.entries, d.length)
-	}
-	return d, nil
+	return nil, formatErr("no end-of-central-directory record (truncated, or not a ZIP file)")
 }
 
-// findEnd returns where the last end record in buf starts whose comment
-// fits in buf, or -1.
-func findEnd(buf []byte) int {
-	for i := len(buf) - lenEnd; i >= 0; i-- {
-		if binary.LittleEndian.Uint32(buf[i:]) == sigEnd && int(binary.LittleEndian.Uint16(buf[i+20:]))+i+lenEnd <= len(buf) {
-			return i
+// candidate judges the end record rec found at endPos; ok is false when the
+// search goes on.
+func candidate(r io.ReaderAt, size, endPos int64, rec []byte) (*directory, bool, error) {
+	entries := uint64(binary.LittleEndian.Uint16(rec[10:]))
+	length := int64(binary.LittleEndian.Uint32(rec[12:]))
+	offset := int64(binary.LittleEndian.Uint32(rec[16:]))
+	comment := int64(binary.LittleEndian.Uint16(rec[20:]))
+	if endPos+lenEnd+comment != size {
+		// Bytes after the archive: believe this record only when the
+		// directory and the first local header it implies are there.
+		cen, loc := endPos-length, endPos-length-offset
+		if cen < 0 || loc < 0 || sigAt(r, cen) != sigCentral || sigAt(r, loc) != sigLocal {
+			return nil, false, nil
 		}
 	}
-	return -1
+	if endPos+lenEnd+comment > size {
+		return nil, true, formatErr("archive comment of %d bytes runs past the end of the file", comment)
+	}
+	if endPos >= lenLocator64 {
+		if l, o, pos, ok := end64(r, endPos, entries, length, offset); ok {
+			length, offset, endPos = l, o, pos
+		}
+	}
+	if endPos == 0 {
+		return &directory{r: r, size: size}, true, nil // an end record alone: no entries
+	}
+	if length > endPos {
+		return nil, true, formatErr("end record declares a %d-byte central directory, more than the %d bytes before it", length, endPos)
+	}
+	d := &directory{r: r, size: size, offset: endPos - length, length: length}
+	if d.base = d.offset - offset; d.base < 0 {
+		return nil, true, formatErr("end record places the central directory at offset %d, beyond the %d bytes before it", offset, d.offset)
+	}
+	return d, true, nil
 }
 
-// readEnd64 reads the ZIP64 end record through its locator, which sits just
-// before the classic end record at endPos, and returns where it starts.
-func (d *directory) readEnd64(endPos int64) (int64, error) {
-	locPos := endPos - lenLocator64
-	if locPos < 0 {
-		return 0, formatErr("ZIP64 markers without a ZIP64 locator")
-	}
+// end64 reads the ZIP64 end record through the locator just before the
+// classic end record at endPos. It is used only when it agrees with every
+// classic value that is not saturated, as the JVM does.
+func end64(r io.ReaderAt, endPos int64, entries uint64, length, offset int64) (int64, int64, int64, bool) {
 	var loc [lenLocator64]byte
-	if _, err := d.r.ReadAt(loc[:], locPos); err != nil {
-		return 0, fmt.Errorf("read ZIP64 locator: %w", err)
-	}
-	if binary.LittleEndian.Uint32(loc[:]) != sigLocator64 {
-		return 0, formatErr("ZIP64 markers without a ZIP64 locator")
+	if _, err := r.ReadAt(loc[:], endPos-lenLocator64); err != nil || binary.LittleEndian.Uint32(loc[:]) != sigLocator64 {
+		return 0, 0, 0, false
 	}
 	pos := binary.LittleEndian.Uint64(loc[8:])
-	if pos != uint64(locPos-lenEnd64) {
-		return 0, formatErr("ZIP64 end record at %d, expected at %d", pos, locPos-lenEnd64)
-	}
 	var rec [lenEnd64]byte
-	if _, err := d.r.ReadAt(rec[:], int64(pos)); err != nil {
-		return 0, fmt.Errorf("read ZIP64 end record: %w", err)
+	if pos > 1<<62 {
+		return 0, 0, 0, false
 	}
-	if binary.LittleEndian.Uint32(rec[:]) != sigEnd64 {
-		return 0, formatErr("bad ZIP64 end record signature")
+	if _, err := r.ReadAt(rec[:], int64(pos)); err != nil || binary.LittleEndian.Uint32(rec[:]) != sigEnd64 {
+		return 0, 0, 0, false
 	}
-	entries := binary.LittleEndian.Uint64(rec[32:])
-	length := binary.LittleEndian.Uint64(rec[40:])
-	offset := binary.LittleEndian.Uint64(rec[48:])
-	if length > uint64(d.size) || offset > uint64(d.size) {
-		return 0, formatErr("ZIP64 central directory (offset %d, %d bytes) lies outside the %d-byte file", offset, length, d.size)
+	entries64 := binary.LittleEndian.Uint64(rec[32:])
+	length64 := binary.LittleEndian.Uint64(rec[40:])
+	offset64 := binary.LittleEndian.Uint64(rec[48:])
+	if length64 != uint64(length) && length != magic32 ||
+		offset64 != uint64(offset) && offset != magic32 ||
+		entries64 != entries && entries != magic16 {
+		return 0, 0, 0, false
 	}
-	d.entries, d.length, d.offset = entries, int64(length), int64(offset)
-	return int64(pos), nil
+	if length64 > 1<<62 || offset64 > 1<<62 {
+		return 0, 0, 0, false
+	}
+	return int64(length64), int64(offset64), int64(pos), true
+}
+
+func sigAt(r io.ReaderAt, off int64) uint32 {
+	var b [4]byte
+	if _, err := r.ReadAt(b[:], off); err != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint32(b[:])
 }
 
 // cdChunk is the read size of the central directory walk; maxRecord is the
-// largest record it may meet (three 16-bit lengths after a fixed header).
+// largest record the JVM accepts (header, name, extra and comment together
+// within 64 KiB).
 const (
 	cdChunk   = 256 << 10
-	maxRecord = lenCentral + 3*0xffff
+	maxRecord = 0xffff
 )
 
-// walk calls visit for every central directory record, in order, reading
-// the directory in chunks through one pooled buffer. The name slice is only
-// valid during the call. visit returns false to stop early.
+// window is a sliding view of the central directory, read in chunks
+// through one pooled buffer: buf[lo:hi] holds bytes read but not yet
+// consumed, next is the file offset of the next byte to read.
+type window struct {
+	r         io.ReaderAt
+	buf       []byte
+	lo, hi    int
+	next, end int64
+}
+
+// fill makes at least n bytes available at buf[lo:], or says why it cannot.
+func (w *window) fill(n int, at int64) error {
+	if w.hi-w.lo >= n {
+		return nil
+	}
+	if w.lo > 0 {
+		w.hi = copy(w.buf, w.buf[w.lo:w.hi])
+		w.lo = 0
+	}
+	for w.hi < n {
+		want := min(int64(len(w.buf)-w.hi), w.end-w.next)
+		if want == 0 {
+			return formatErr("central directory record at offset %d runs past the directory's end", at)
+		}
+		k, err := w.r.ReadAt(w.buf[w.hi:w.hi+int(want)], w.next)
+		w.hi += k
+		w.next += int64(k)
+		if k < int(want) {
+			if err == nil || errors.Is(err, io.EOF) {
+				return formatErr("file ends inside the central directory at offset %d", w.next)
+			}
+			return fmt.Errorf("read central directory at offset %d: %w", w.next, err)
+		}
+	}
+	return nil
+}
+
+// walk calls visit for every central directory record, in order, and
+// refuses the archive where the JVM's ZipFile refuses to open it: a bad
+// signature, an encrypted entry, a method other than stored or deflated, a
+// record over 64 KiB, a malformed extra field, a name that is not UTF-8, or
+// records that do not fill the directory exactly. The entry count of the
+// end record is not checked (the JVM counts the records). The name slice
+// is only valid during the call. visit returns false to stop early.
 func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 	bp := walkBuffers.Get().(*[]byte)
 	defer walkBuffers.Put(bp)
-	buf := *bp
-	lo, hi := 0, 0   // buf[lo:hi] holds bytes read but not parsed
-	next := d.offset // file offset of the next byte to read
-	end := d.offset + d.length
-	at := d.offset // file offset of buf[lo], the current record
-	need := func(n int) error {
-		if hi-lo >= n {
-			return nil
-		}
-		if lo > 0 {
-			copy(buf, buf[lo:hi])
-			hi -= lo
-			lo = 0
-		}
-		for hi < n {
-			want := int64(len(buf) - hi)
-			if left := end - next; want > left {
-				want = left
-			}
-			if want == 0 {
-				return formatErr("central directory record at offset %d runs past the directory's end", at)
-			}
-			k, err := d.r.ReadAt(buf[hi:hi+int(want)], next)
-			hi += k
-			next += int64(k)
-			if k < int(want) {
-				if err == nil || errors.Is(err, io.EOF) {
-					return formatErr("file ends inside the central directory at offset %d", next)
-				}
-				return fmt.Errorf("read central directory at offset %d: %w", next, err)
-			}
-		}
-		return nil
-	}
+	w := window{r: d.r, buf: *bp, next: d.offset, end: d.offset + d.length}
 	var e entry
-	var count uint64
-	for at < end {
-		if err := need(lenCentral); err != nil {
+	for at := d.offset; at < w.end; {
+		if err := w.fill(lenCentral, at); err != nil {
 			return err
 		}
-		rec := buf[lo:hi]
+		rec := w.buf[w.lo:w.hi]
 		if binary.LittleEndian.Uint32(rec) != sigCentral {
 			return formatErr("bad central directory record signature at offset %d", at)
 		}
@@ -221,10 +245,13 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 		extraLen := int(binary.LittleEndian.Uint16(rec[30:]))
 		commentLen := int(binary.LittleEndian.Uint16(rec[32:]))
 		total := lenCentral + nameLen + extraLen + commentLen
-		if err := need(total); err != nil {
+		if total > maxRecord {
+			return formatErr("central directory record at offset %d is %d bytes long, more than 64 KiB", at, total)
+		}
+		if err := w.fill(total, at); err != nil {
 			return err
 		}
-		rec = buf[lo : lo+total]
+		rec = w.buf[w.lo : w.lo+total]
 		e = entry{
 			flags:  binary.LittleEndian.Uint16(rec[8:]),
 			method: binary.LittleEndian.Uint16(rec[10:]),
@@ -233,21 +260,14 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 			header: int64(binary.LittleEndian.Uint32(rec[42:])),
 		}
 		name := rec[lenCentral : lenCentral+nameLen]
-		if e.packed == 0xffffffff || e.size == 0xffffffff || e.header == 0xffffffff {
-			if err := e.zip64(rec[lenCentral+nameLen : lenCentral+nameLen+extraLen]); err != nil {
-				return fmt.Errorf("entry %q: %w", name, err)
-			}
+		if err := e.check(name, rec[lenCentral+nameLen:lenCentral+nameLen+extraLen], binary.LittleEndian.Uint16(rec[34:])); err != nil {
+			return err
 		}
-		count++
 		if !visit(name, &e) {
 			return nil
 		}
-		lo += total
+		w.lo += total
 		at += int64(total)
-	}
-	// The classic end record keeps the count modulo 2^16.
-	if count != d.entries && !(d.entries <= 0xffff && count%0x10000 == d.entries) {
-		return formatErr("end record declares %d entries, the central directory holds %d", d.entries, count)
 	}
 	return nil
 }
@@ -257,124 +277,127 @@ var walkBuffers = sync.Pool{New: func() any {
 	return &b
 }}
 
-// zip64 replaces the 32-bit sizes and offset that are saturated with the
-// values of the ZIP64 extended information extra field.
-func (e *entry) zip64(extra []byte) error {
-	if e.packed != 0xffffffff && e.size != 0xffffffff && e.header != 0xffffffff {
+// check applies the JVM's checks to one central directory record and
+// replaces saturated sizes and offset with their ZIP64 values.
+func (e *entry) check(name, extra []byte, disk uint16) error {
+	switch {
+	case e.flags&flagEncrypted != 0:
+		return formatErr("entry %q is encrypted", name)
+	case e.method != methodStored && e.method != methodDeflated:
+		return formatErr("entry %q uses compression method %d; JARs use stored (0) or deflated (8)", name, e.method)
+	case !utf8.Valid(name):
+		return formatErr("entry name %q is not UTF-8", name)
+	}
+	saturated := e.packed == magic32 || e.size == magic32 || e.header == magic32
+	if len(extra) == 0 {
+		if saturated || disk == magic16 {
+			return formatErr("entry %q: saturated sizes without a ZIP64 extra field", name)
+		}
 		return nil
 	}
-	for len(extra) >= 4 {
-		tag := binary.LittleEndian.Uint16(extra)
-		n := int(binary.LittleEndian.Uint16(extra[2:]))
-		if 4+n > len(extra) {
-			break
+	for rest := extra; len(rest) >= 4; {
+		tag := binary.LittleEndian.Uint16(rest)
+		n := int(binary.LittleEndian.Uint16(rest[2:]))
+		if 4+n > len(rest) {
+			return formatErr("entry %q: extra field 0x%04x declares %d bytes, %d remain", name, tag, n, len(rest)-4)
 		}
-		field := extra[4 : 4+n]
-		extra = extra[4+n:]
-		if tag != 0x0001 {
+		if tag == tagZIP64 {
+			if err := e.zip64(name, rest[4:4+n]); err != nil {
+				return err
+			}
+		}
+		rest = rest[4+n:]
+	}
+	// Saturated values without a ZIP64 field stay as they are: the JVM
+	// opens such an archive and fails only when the entry is read.
+	return nil
+}
+
+// zip64 reads the ZIP64 extended information extra field of a central
+// record: one 64-bit value for each saturated field, in the order size,
+// compressed size, header offset; the JVM accepts only data sizes that
+// are a whole number of such fields, with or without a disk number.
+func (e *entry) zip64(name, field []byte) error {
+	if len(field) == 0 {
+		if e.packed == magic32 || e.size == magic32 {
+			return formatErr("entry %q: empty ZIP64 extra field for saturated sizes", name)
+		}
+		return nil
+	}
+	switch len(field) {
+	case 4, 8, 12, 16, 20, 24, 28:
+	default:
+		return formatErr("entry %q: ZIP64 extra field of %d bytes", name, len(field))
+	}
+	header := uint64(e.header)
+	for _, v := range []*uint64{&e.size, &e.packed, &header} {
+		if *v != magic32 {
 			continue
 		}
-		next := func(v *uint64) error {
-			if *v != 0xffffffff {
-				return nil
-			}
-			if len(field) < 8 {
-				return formatErr("short ZIP64 extra field")
-			}
-			*v = binary.LittleEndian.Uint64(field)
-			field = field[8:]
-			return nil
+		if len(field) < 8 {
+			return formatErr("entry %q: short ZIP64 extra field", name)
 		}
-		header := uint64(e.header)
-		if err := next(&e.size); err != nil {
-			return err
+		if *v = binary.LittleEndian.Uint64(field); *v > 1<<62 {
+			return formatErr("entry %q: ZIP64 value %d out of range", name, *v)
 		}
-		if err := next(&e.packed); err != nil {
-			return err
-		}
-		if err := next(&header); err != nil {
-			return err
-		}
-		if header > 1<<62 {
-			return formatErr("ZIP64 header offset %d out of range", header)
-		}
-		e.header = int64(header)
-		return nil
+		field = field[8:]
 	}
-	return formatErr("saturated sizes without a ZIP64 extra field")
+	e.header = int64(header)
+	return nil
 }
 
 // smallEntry is the size up to which an entry's local header and data are
 // read in one go: manifests and version resources.
 const smallEntry = 64 << 10
 
+// dataStart reads the local header of e (only its signature and lengths
+// count, as for the JVM: the local name and extra field are not compared
+// with the central ones) and returns where e's data starts in the file.
+// When buf is given, it holds the bytes from the local header on.
+func (d *directory) dataStart(e *entry, buf []byte) (int64, error) {
+	at := d.base + e.header
+	if e.header < 0 || at > d.size-lenLocal {
+		return 0, formatErr("entry %q: local header offset %d outside the %d-byte file", e.name, e.header, d.size)
+	}
+	if len(buf) < lenLocal {
+		buf = make([]byte, lenLocal)
+		if _, err := d.r.ReadAt(buf, at); err != nil {
+			return 0, fmt.Errorf("read local header of %q: %w", e.name, err)
+		}
+	}
+	if binary.LittleEndian.Uint32(buf) != sigLocal {
+		return 0, formatErr("entry %q: bad local header signature at offset %d", e.name, at)
+	}
+	start := at + lenLocal + int64(binary.LittleEndian.Uint16(buf[26:])) + int64(binary.LittleEndian.Uint16(buf[28:]))
+	if e.packed > uint64(d.size) || start > d.size-int64(e.packed) {
+		return 0, formatErr("entry %q: %d bytes of data at offset %d run past the end of the file", e.name, e.packed, start)
+	}
+	return start, nil
+}
+
 // packedData returns the stored (compressed) bytes of a small entry,
 // reading its local header, name and data with one read when the local
 // extra field is short, as it is in JARs.
 func (d *directory) packedData(e *entry) ([]byte, error) {
 	const extraGuess = 64
-	if e.header < 0 || e.header > d.offset-lenLocal || e.packed > uint64(d.offset) {
-		return nil, formatErr("entry %q: local header offset %d outside the archive's data", e.name, e.header)
+	at := d.base + e.header
+	if e.header < 0 || at > d.size-lenLocal || e.packed > uint64(d.size) {
+		return nil, formatErr("entry %q: local header offset %d outside the %d-byte file", e.name, e.header, d.size)
 	}
-	n := min(int64(lenLocal+len(e.name)+extraGuess)+int64(e.packed), d.offset-e.header)
-	buf := make([]byte, n)
-	if _, err := d.r.ReadAt(buf, e.header); err != nil && !errors.Is(err, io.EOF) {
+	buf := make([]byte, min(int64(lenLocal+len(e.name)+extraGuess)+int64(e.packed), d.size-at))
+	if _, err := d.r.ReadAt(buf, at); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read local header of %q: %w", e.name, err)
 	}
-	start, err := d.checkLocal(e, buf)
+	start, err := d.dataStart(e, buf)
 	if err != nil {
 		return nil, err
 	}
-	if rel := start - e.header; rel+int64(e.packed) <= int64(len(buf)) {
+	if rel := start - at; rel+int64(e.packed) <= int64(len(buf)) {
 		return buf[rel : rel+int64(e.packed)], nil
 	}
-	data := make([]byte, e.packed) // a long extra field: read the data on its own
+	data := make([]byte, e.packed) // a long local extra field: read the data on its own
 	if _, err := d.r.ReadAt(data, start); err != nil {
 		return nil, fmt.Errorf("read %q: %w", e.name, err)
 	}
 	return data, nil
-}
-
-// checkLocal checks the local header at the start of buf (which holds at
-// least the fixed header) against e, and returns where e's data starts.
-func (d *directory) checkLocal(e *entry, buf []byte) (int64, error) {
-	if len(buf) < lenLocal || binary.LittleEndian.Uint32(buf) != sigLocal {
-		return 0, formatErr("entry %q: bad local header signature at offset %d", e.name, e.header)
-	}
-	nameLen := int(binary.LittleEndian.Uint16(buf[26:]))
-	extraLen := int64(binary.LittleEndian.Uint16(buf[28:]))
-	if nameLen != len(e.name) {
-		return 0, formatErr("entry %q: local header names a %d-byte entry", e.name, nameLen)
-	}
-	if len(buf) < lenLocal+nameLen {
-		return 0, formatErr("entry %q: local header runs into the central directory", e.name)
-	}
-	if name := buf[lenLocal : lenLocal+nameLen]; string(name) != e.name {
-		return 0, formatErr("entry %q: local header names %q instead", e.name, name)
-	}
-	start := e.header + lenLocal + int64(nameLen) + extraLen
-	if e.packed > uint64(d.offset) || start > d.offset-int64(e.packed) {
-		return 0, formatErr("entry %q: %d bytes of data at offset %d run into the central directory", e.name, e.packed, start)
-	}
-	return start, nil
-}
-
-// dataOffset reads the local file header of e, checks that it names the
-// same entry as the central directory, and returns where its data starts.
-func (d *directory) dataOffset(e *entry) (int64, error) {
-	if e.header < 0 || e.header > d.offset-lenLocal {
-		return 0, formatErr("entry %q: local header offset %d outside the archive's data", e.name, e.header)
-	}
-	buf := make([]byte, lenLocal+len(e.name))
-	if int64(len(buf)) > d.offset-e.header {
-		return 0, formatErr("entry %q: local header runs into the central directory", e.name)
-	}
-	if _, err := d.r.ReadAt(buf, e.header); err != nil {
-		return 0, fmt.Errorf("read local header of %q: %w", e.name, err)
-	}
-	start, err := d.checkLocal(e, buf)
-	if err != nil {
-		return 0, err
-	}
-	return start, nil
 }
