@@ -249,61 +249,66 @@ func (c *counter) ReadByte() (byte, error) {
 // data reads the entry's data as JarInputStream does: a stored entry by the
 // size its header gives, its CRC checked; a deflated one to the end of its
 // deflate stream, then its sizes and CRC checked against the header or the
-// data descriptor. keep says whether the bytes are wanted.
+// data descriptor. keep says whether the bytes are wanted (at most
+// maxDeclaredMF of them); otherwise they are only checked.
 func (h *local) data(r *bufio.Reader, b *budget, keep bool) ([]byte, error) {
-	var out bytes.Buffer
-	sink := io.Writer(io.Discard)
-	if keep {
-		sink = &out
-	}
-	limit := int64(maxInflate) // bounded by the budget
-	if keep {
-		limit = maxDeclaredMF + 1
-	}
-	crc := crc32.NewIEEE()
+	var body io.Reader
+	var c *counter
 	switch h.method {
 	case methodStored:
-		if h.size > 0 {
-			n, err := io.Copy(io.MultiWriter(crc, sink), io.LimitReader(r, min(int64(h.size), limit)))
-			if err != nil {
-				return nil, truncated(err, fmt.Sprintf("entry %q is damaged", h.name))
-			}
-			if uint64(n) < h.size && n < limit {
-				return nil, formatErr("entry %q ends after %d of its %d bytes (truncated)", h.name, n, h.size)
-			}
-		}
+		body = io.LimitReader(r, int64(h.size))
 	case methodDeflated:
-		c := &counter{r: r}
+		c = &counter{r: r}
 		fr := inflater(c)
-		n, err := io.Copy(io.MultiWriter(crc, sink), io.LimitReader(b.reader(fr), limit)) //nolint:gosec // G110: bounded by the budget and limit
-		inflaters.Put(fr)
-		if err != nil {
-			if errors.Is(err, errBudget) {
-				return nil, err
-			}
-			return nil, truncated(err, fmt.Sprintf("entry %q is damaged", h.name))
-		}
-		if h.descriptor {
-			if err := h.readDescriptor(r); err != nil {
-				return nil, err
-			}
-		}
-		switch {
-		case h.size != uint64(n):
-			return nil, formatErr("entry %q inflates to %d bytes, its header says %d", h.name, n, h.size)
-		case h.packed != c.n:
-			return nil, formatErr("entry %q holds %d compressed bytes, its header says %d", h.name, c.n, h.packed)
-		}
+		defer inflaters.Put(fr)
+		body = b.reader(fr)
 	default:
 		return nil, formatErr("entry %q uses compression method %d; JARs use stored (0) or deflated (8)", h.name, h.method)
 	}
-	if (h.method == methodDeflated || h.size > 0) && crc.Sum32() != h.crc {
-		return nil, formatErr("entry %q fails its CRC-32 check (0x%08x, its header says 0x%08x)", h.name, crc.Sum32(), h.crc)
+	var data []byte
+	var n int64
+	var err error
+	crc := crc32.NewIEEE()
+	if keep {
+		var buf bytes.Buffer
+		n, err = buf.ReadFrom(io.LimitReader(body, maxDeclaredMF+1))
+		data = buf.Bytes()
+		crc.Write(data)
+	} else {
+		var buf [512]byte
+		n, err = io.CopyBuffer(crc, body, buf[:]) //nolint:gosec // G110: bounded by the budget
 	}
-	if keep && out.Len() > maxDeclaredMF {
+	switch {
+	case errors.Is(err, errBudget):
+		return nil, err
+	case err != nil:
+		return nil, truncated(err, fmt.Sprintf("entry %q is damaged", h.name))
+	case n > maxDeclaredMF:
 		return nil, fmt.Errorf("%w: embedded %s is longer than the %d bytes this tool reads", ErrManifest, h.name, maxDeclaredMF)
 	}
-	return out.Bytes(), nil
+	if c == nil {
+		if uint64(n) < h.size {
+			return nil, formatErr("entry %q ends after %d of its %d bytes (truncated)", h.name, n, h.size)
+		}
+		if h.size > 0 && crc.Sum32() != h.crc {
+			return nil, formatErr("entry %q fails its CRC-32 check (0x%08x, its header says 0x%08x)", h.name, crc.Sum32(), h.crc)
+		}
+		return data, nil
+	}
+	if h.descriptor {
+		if err := h.readDescriptor(r); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case h.size != uint64(n):
+		return nil, formatErr("entry %q inflates to %d bytes, its header says %d", h.name, n, h.size)
+	case h.packed != c.n:
+		return nil, formatErr("entry %q holds %d compressed bytes, its header says %d", h.name, c.n, h.packed)
+	case crc.Sum32() != h.crc:
+		return nil, formatErr("entry %q fails its CRC-32 check (0x%08x, its header says 0x%08x)", h.name, crc.Sum32(), h.crc)
+	}
+	return data, nil
 }
 
 // readDescriptor reads the data descriptor after a deflated entry: CRC and
