@@ -80,7 +80,7 @@ func goCases(t *testing.T) []corpusCase {
 }
 
 func pack(t *testing.T, data []byte, method uint16) []byte {
-	if method == zip.Store {
+	if method != zip.Deflate {
 		return data
 	}
 	var buf bytes.Buffer
@@ -105,6 +105,7 @@ type rawEntry struct {
 	crc          *uint32 // a CRC other than the data's, in both headers
 	zip64Local   bool    // local header sizes saturated, given in a ZIP64 extra field
 	inCentral    *bool   // false: a local header the central directory does not list
+	flags        uint16  // general purpose flags besides the descriptor's
 }
 
 // rawZip is a ZIP archive laid out field by field.
@@ -136,6 +137,7 @@ func (z rawZip) bytes(t *testing.T) []byte {
 		if e.crc != nil {
 			p.crc = *e.crc
 		}
+		p.flags = e.flags
 		if e.descriptor {
 			p.flags |= 0x8
 		}
@@ -334,6 +336,10 @@ func corruptCases(t *testing.T, good []corpusCase) []corpusCase {
 			}
 			return es
 		}()}))
+	add("raw-method-12", "a class (after the manifest) whose method is 12 (bzip2), data left stored",
+		raw(rawZip{entries: with(d, 4, func(e *rawEntry) { e.method = 12 })}))
+	add("raw-encrypted-flag", "a class (after the manifest) flagged encrypted (flag bit 0)",
+		raw(rawZip{entries: with(d, 4, func(e *rawEntry) { e.flags = 1 })}))
 	add("raw-no-manifest", "no manifest at all", raw(rawZip{entries: append([]rawEntry{d[0]}, d[2:]...)}))
 	add("raw-empty-deflated-dir", "a deflated META-INF/ directory entry (compressed size 2), as Python writes",
 		raw(rawZip{entries: with(d, 0, func(e *rawEntry) { e.method = zip.Deflate })}))

@@ -140,6 +140,7 @@ func toolCases(t *testing.T, dir string) []corpusCase {
 
 	// Maven: maven-jar-plugin, maven-shade-plugin, maven-assembly-plugin.
 	mvnDir := filepath.Join(dir, "maven")
+	os.RemoveAll(mvnDir)
 	run(t, ".", "cp", "-r", "testdata/oracle/maven", mvnDir)
 	run(t, mvnDir, "mvn", "-B", "-q", "package")
 	add("maven-jar", "maven-jar-plugin", filepath.Join(mvnDir, "target/corpus-core-0.1.0.jar"))
@@ -213,6 +214,7 @@ func runOracle(t *testing.T, dir string, files []oracleInput) map[string]oracleR
 	if err != nil {
 		t.Fatalf("JarOracle: %v\n%s", err, stderr.Bytes())
 	}
+	writeFile(t, filepath.Join(dir, "oracle.jsonl"), out)
 	results := map[string]oracleResult{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<24)
@@ -349,6 +351,13 @@ func loaderBytes(core []byte, stored bool) []byte {
 func TestJVMOracleCorpus(t *testing.T) {
 	requireTools(t)
 	dir := t.TempDir()
+	if keep := os.Getenv("STREAMFUSION_JVM_CORPUS"); keep != "" {
+		// Keep the corpus and the oracle's answers for a closer look.
+		dir = keep
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cases := toolCases(t, dir)
 	cases = append(cases, goCases(t)...)
 	cases = append(cases, corruptCases(t, cases)...)
