@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist test test-real image-test bench lint demo fuzz clean
+.PHONY: build dist test test-real test-jvm image-test bench lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion-image
 
@@ -30,6 +30,12 @@ test-real:
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
 	STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
 
+# The differential JAR corpus: real writers (jar, Maven, zip, bsdtar, 7z,
+# Python, Go) and corrupters, read by the JVM and by internal/payload.
+# Needs a JDK, Maven and the tools .ci/run installs; fails in CI without them.
+test-jvm:
+	go test -tags jvmoracle -count=1 -v -run 'TestJVMOracleCorpus' ./internal/payload/
+
 # Real containers: needs an engine at DOCKER_HOST (podman's API service in CI).
 image-test:
 	go test -tags imagesuite -count=1 -v ./images/suite/
@@ -53,7 +59,7 @@ lint:
 
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.
 FUZZTIME ?= 10s
-FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested \
+FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
 	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \

@@ -2,7 +2,10 @@ package admission
 
 import (
 	"bytes"
+	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
@@ -13,8 +16,30 @@ func FuzzParseJava(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		v, err := ParseJava(s)
-		if err == nil && (v.Major < 1 || v.Version == nil) {
-			t.Fatalf("ParseJava(%q) = %+v without error", s, v)
+		if err != nil {
+			return
+		}
+		// The major is the leading number, or the second in the 1.x scheme.
+		lead := strings.Trim(strings.TrimSpace(s), `"`)
+		first, rest, _ := strings.Cut(lead, ".")
+		first = leadingDigits(first)
+		want, aerr := strconv.Atoi(first)
+		if aerr == nil && want == 1 {
+			if second := leadingDigits(rest); second != "" && strings.HasPrefix(lead, "1.") {
+				want, aerr = strconv.Atoi(second)
+			}
+		}
+		if aerr != nil || v.Major != want {
+			t.Fatalf("ParseJava(%q).Major = %d; the leading number says %d (%v)", s, v.Major, want, aerr)
+		}
+		// The major alone parses back to itself ("1" alone is not a Java
+		// version: 1.1 is the only major-1 version).
+		if v.Major == 1 {
+			return
+		}
+		back, err := ParseJava(strconv.Itoa(v.Major))
+		if err != nil || back.Major != v.Major {
+			t.Fatalf("ParseJava(%q) = %d, %v; want %d", strconv.Itoa(v.Major), back.Major, err, v.Major)
 		}
 	})
 }
@@ -27,8 +52,30 @@ func FuzzIdentify(f *testing.F) {
 			return
 		}
 		id := Identify(&payload.JAR{Path: "/x.jar", Manifest: &m})
-		if id != nil && id.Valid() && (id.Module == "" || id.Version == "" || id.Line == "") {
+		_, marked := m.Get(AttrPayload)
+		if (id != nil) != marked {
+			t.Fatalf("marked=%v but identity %+v (a JAR with no content marks is StreamFusion only by its manifest)", marked, id)
+		}
+		if id == nil {
+			return
+		}
+		// Identity fields come from the manifest's attributes.
+		for name, got := range map[string]string{AttrPayload: id.Kind, AttrModule: id.Module, AttrArtifact: id.Artifact, AttrVersion: id.Version, AttrLine: id.Line} {
+			v, _ := m.Get(name)
+			if utf8.ValidString(v) && got != v {
+				t.Fatalf("%s: identity says %q, the manifest %q", name, got, v)
+			}
+		}
+		if id.Valid() && (id.Module == "" || id.Version == "" || id.Line == "") {
 			t.Fatalf("valid identity with empty fields: %+v", id)
 		}
 	})
+}
+
+func leadingDigits(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
 }
