@@ -59,7 +59,7 @@ func readNested(d *directory, e *entry, path string) *JAR {
 			n.Err = fmt.Errorf("embedded JAR read through its central directory (as JarFile reads it): %w", whole.Err)
 			return n
 		}
-		if streamed, err = streamManifest(bufio.NewReader(sec), b); err != nil {
+		if streamed, _, err = streamManifest(bufio.NewReader(sec), b); err != nil {
 			n.Err = fmt.Errorf("embedded JAR read front to back (as JarInputStream reads it): %w; %s", err, rebuild)
 			return n
 		}
@@ -71,15 +71,18 @@ func readNested(d *directory, e *entry, path string) *JAR {
 		n.Streamed = true
 		fr := inflater(sec)
 		defer inflaters.Put(fr)
-		if streamed, err = streamManifest(bufio.NewReader(b.reader(fr)), b); err != nil {
+		br := bufio.NewReader(b.reader(fr))
+		var at *local
+		if streamed, at, err = streamManifest(br, b); err != nil {
 			n.Err = fmt.Errorf("embedded JAR read front to back (as JarInputStream reads it): %w; %s", err, rebuild)
 			return n
 		}
 		if streamed == nil {
-			n.Err = fmt.Errorf("%w: embedded JAR: no manifest where JarInputStream looks for it (the first entry, or the second after META-INF/); %s", ErrFormat, rebuild)
-			return n
-		}
-		if core, ok := streamed.Get(EmbeddedCoreAttr); ok && core != "" {
+			if err := noManifestAfter(br, at, b); err != nil {
+				n.Err = err
+				return n
+			}
+		} else if core, ok := streamed.Get(EmbeddedCoreAttr); ok && core != "" {
 			n.Err = fmt.Errorf("%w: an embedded JAR declares an embedded core of its own (%s); only one level of nesting is allowed", ErrFormat, core)
 			return n
 		}
@@ -137,50 +140,97 @@ type local struct {
 // streamManifest reads what JarInputStream's constructor reads: the first
 // local entry, or the second when the first is META-INF/; that entry's data
 // when it is the manifest (its sizes and CRC checked); and the local header
-// after it. It returns nil when that entry is not the manifest.
-func streamManifest(r *bufio.Reader, b *budget) (*Manifest, error) {
+// after it. When that entry is not the manifest, it returns no manifest and
+// the entry's header (nil at the end of the entries), its data unread.
+func streamManifest(r *bufio.Reader, b *budget) (*Manifest, *local, error) {
 	h, err := nextLocal(r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if h != nil && bytes.EqualFold(h.name, []byte("META-INF/")) {
 		if _, err := h.data(r, b, false); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if h, err = nextLocal(r); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	if h == nil || !bytes.EqualFold(h.name, []byte(ManifestName)) {
-		return nil, nil
+	if h == nil || !isManifest(h.name) {
+		return nil, h, nil
 	}
 	data, err := h.data(r, b, true)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, err := ParseManifest(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", h.name, err)
+		return nil, nil, fmt.Errorf("read %s: %w", h.name, err)
 	}
 	if _, err := nextLocal(r); err != nil {
-		return nil, fmt.Errorf("after %s: %w", h.name, err)
+		return nil, nil, fmt.Errorf("after %s: %w", h.name, err)
 	}
-	return &m, nil
+	return &m, nil, nil
+}
+
+func isManifest(name []byte) bool { return bytes.EqualFold(name, []byte(ManifestName)) }
+
+// noManifestAfter follows the local entries of a deflated core from h on,
+// when JarInputStream has found no manifest: a manifest further on is one
+// JarFile would read and JarInputStream would not, so the two readings
+// disagree. A core without any manifest reads the same both ways.
+func noManifestAfter(r *bufio.Reader, h *local, b *budget) error {
+	for h != nil {
+		if isManifest(h.name) {
+			return fmt.Errorf("%w: embedded JAR: its manifest comes later than JarInputStream looks (the first entry, or the second after META-INF/): JarFile reads it, JarInputStream does not; %s", ErrFormat, rebuild)
+		}
+		if _, err := h.data(r, b, false); err != nil {
+			return fmt.Errorf("embedded JAR read front to back to look for a manifest JarInputStream does not see: %w; %s", err, rebuild)
+		}
+		var err error
+		if h, err = nextLocal(r); err != nil {
+			return fmt.Errorf("embedded JAR read front to back to look for a manifest JarInputStream does not see: %w; %s", err, rebuild)
+		}
+	}
+	// The entries end: JarFile reads the central directory that follows
+	// (or, for an empty archive, the end record alone).
+	for {
+		sig, err := r.Peek(lenCentral)
+		if err == nil && binary.LittleEndian.Uint32(sig) == sigCentral {
+			name := make([]byte, binary.LittleEndian.Uint16(sig[28:]))
+			skip := int(binary.LittleEndian.Uint16(sig[30:])) + int(binary.LittleEndian.Uint16(sig[32:]))
+			if _, err = r.Discard(lenCentral); err == nil {
+				if _, err = io.ReadFull(r, name); err == nil {
+					_, err = r.Discard(skip)
+				}
+			}
+			if err != nil {
+				return truncated(err, "embedded JAR ends inside its central directory")
+			}
+			if isManifest(name) {
+				return fmt.Errorf("%w: embedded JAR: its central directory lists a manifest its local headers do not show: JarFile reads it, JarInputStream does not; %s", ErrFormat, rebuild)
+			}
+			continue
+		}
+		if len(sig) < 4 || binary.LittleEndian.Uint32(sig) != sigEnd {
+			return formatErr("embedded JAR: its entries are followed by neither a central directory nor an end record (truncated, or not a ZIP archive)")
+		}
+		return nil
+	}
 }
 
 // nextLocal reads a local header; nil when the stream ends or something
 // other than a local header follows, which is the end of the entries to a
 // JarInputStream.
 func nextLocal(r *bufio.Reader) (*local, error) {
+	if sig, err := r.Peek(4); err != nil || binary.LittleEndian.Uint32(sig) != sigLocal {
+		return nil, nil // left unread: the caller may look at what follows
+	}
 	var hdr [lenLocal]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, nil
 		}
 		return nil, err
-	}
-	if binary.LittleEndian.Uint32(hdr[:]) != sigLocal {
-		return nil, nil
 	}
 	h := &local{flags: binary.LittleEndian.Uint16(hdr[6:]), method: binary.LittleEndian.Uint16(hdr[8:])}
 	h.name = make([]byte, binary.LittleEndian.Uint16(hdr[26:]))
