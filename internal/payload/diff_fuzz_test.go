@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
@@ -37,10 +38,26 @@ import (
 //     minus the directory size and the first local header at that minus
 //     the directory offset; when that lies before the file's start it
 //     refuses ("invalid END header (bad central directory offset)"), where
-//     archive/zip reads relative to a negative base. Ours must refuse.
-//   - policyDuplicate: with two entries named META-INF/MANIFEST.MF, JarFile
-//     reads the last (raw-two-manifests). Ours reads one of them or
-//     refuses.
+//     archive/zip reads relative to a negative base; when no central
+//     header starts there it refuses ("invalid CEN header (bad
+//     signature)"), where archive/zip tries the directory offset as it
+//     stands; when bytes follow the end record and no central and local
+//     header start where it says, JarFile does not trust it, where
+//     archive/zip does. Ours must refuse.
+//   - policySize: JarFile reads a manifest of up to 64 KiB by the size
+//     its central header declares, exactly that many bytes; archive/zip
+//     refuses an entry whose data runs longer. This oracle reads as
+//     JarFile does.
+//   - policyEndAlone: an end record at the file's first byte is an empty
+//     archive to JarFile whatever its fields say; archive/zip refuses one
+//     whose fields are nonsense. Ours reads it as empty.
+//   - JarFile reads central records to the directory's end and refuses a
+//     bad one; archive/zip stops at the first bad record once it has as
+//     many as the end record counts (policyCEN too).
+//   - JarFile refuses an entry name that is not UTF-8 ("invalid CEN header
+//     (bad entry name)"); archive/zip reads it (policyCEN too).
+//   - With several entries named META-INF/MANIFEST.MF in any case, JarFile
+//     reads the last (raw-two-manifests): so does this oracle.
 //
 // A manifest our parser refuses makes ours refuse too (the parser has its
 // own fuzz target and tests).
@@ -71,6 +88,14 @@ func FuzzReadDiff(f *testing.F) {
 			want, stdErr = stdManifest(fixCount(data))
 		}
 		switch {
+		case stdErr != nil && bytes.HasPrefix(data, []byte("PK\x05\x06")) && j.Err == nil:
+			// policyEndAlone: an end record at offset 0 is an empty
+			// archive to JarFile, whatever its fields say (endonly.jar
+			// opens with 0 entries); archive/zip refuses it.
+			if j.Entries != 0 || j.Manifest != nil {
+				t.Fatalf("an end record at offset 0 reads as %d entries", j.Entries)
+			}
+			return
 		case stdErr != nil:
 			if j.Err == nil {
 				t.Fatalf("archive/zip refuses (%v); ours reads %v", stdErr, attrs(j.Manifest))
@@ -89,16 +114,7 @@ func FuzzReadDiff(f *testing.F) {
 		case j.Err != nil:
 			t.Fatalf("archive/zip reads manifest %q; ours refuses: %v", want.raw, j.Err)
 		}
-		got := attrs(j.Manifest)
-		if len(want.candidates) > 1 {
-			for _, c := range want.candidates {
-				if equalAttrs(c, got) {
-					return // policyDuplicate
-				}
-			}
-			t.Fatalf("%d manifests; ours reads none of them: %v", len(want.candidates), got)
-		}
-		if !equalAttrs(want.attrs, got) {
+		if got := attrs(j.Manifest); !equalAttrs(want.attrs, got) {
 			t.Fatalf("archive/zip reads manifest %v; ours %v", want.attrs, got)
 		}
 	})
@@ -108,11 +124,10 @@ func FuzzReadDiff(f *testing.F) {
 var errCount = errors.New("end record entry count differs from the central directory")
 
 type stdReading struct {
-	raw        []byte
-	attrs      map[string]string // nil without a manifest
-	parseErr   error
-	candidates []map[string]string
-	cen        bool // a central header JarFile refuses (policyCEN)
+	raw      []byte
+	attrs    map[string]string // nil without a manifest
+	parseErr error
+	cen      bool // a central header JarFile refuses (policyCEN)
 }
 
 // stdManifest reads the manifest as archive/zip does, looking it up as
@@ -129,21 +144,20 @@ func stdManifest(data []byte) (stdReading, error) {
 	if negativeBase(data) {
 		r.cen = true // policyBase: JarFile refuses, so must ours
 	}
-	var exact, folded []*zip.File
+	if !endVerified(data) {
+		r.cen = true // policyBase: JarFile finds no end record it trusts
+	}
+	if !directoryFilled(data, zr) {
+		r.cen = true // policyCEN: JarFile reads every record of the directory
+	}
+	var files []*zip.File
 	for _, f := range zr.File {
-		if f.Method != zip.Store && f.Method != zip.Deflate || f.Flags&1 != 0 || badExtra(f.Extra) {
+		if f.Method != zip.Store && f.Method != zip.Deflate || f.Flags&1 != 0 || badExtra(f.Extra) || !utf8.ValidString(f.Name) {
 			r.cen = true
 		}
-		switch {
-		case f.Name == "META-INF/MANIFEST.MF":
-			exact = append(exact, f)
-		case strings.EqualFold(f.Name, "META-INF/MANIFEST.MF"):
-			folded = append(folded, f)
+		if strings.EqualFold(f.Name, "META-INF/MANIFEST.MF") {
+			files = append(files[:0], f) // JarFile reads the last, whatever its case
 		}
-	}
-	files := exact
-	if len(files) == 0 {
-		files = folded
 	}
 	if len(files) == 0 {
 		return r, nil
@@ -156,7 +170,16 @@ func stdManifest(data []byte) (stdReading, error) {
 			}
 			return r, err
 		}
-		raw, err := io.ReadAll(rc)
+		// policySize: JarFile reads a manifest of at most 64 KiB by its
+		// declared size, exactly that many bytes, more data unread
+		// (archive/zip refuses data longer than declared).
+		var raw []byte
+		if n := f.UncompressedSize64; n <= 0xffff {
+			raw = make([]byte, n)
+			_, err = io.ReadFull(rc, raw)
+		} else {
+			raw, err = io.ReadAll(rc)
+		}
 		rc.Close()
 		if err != nil && !errors.Is(err, zip.ErrChecksum) { // policyCRC
 			if r.cen {
@@ -171,13 +194,6 @@ func stdManifest(data []byte) (stdReading, error) {
 			continue
 		}
 		r.raw, r.attrs = raw, attrs(&m)
-		r.candidates = append(r.candidates, r.attrs)
-	}
-	if len(files) > 1 {
-		r.parseErr = nil // policyDuplicate decides
-		if len(r.candidates) == 0 {
-			r.parseErr = errors.New("no duplicate manifest parses")
-		}
 	}
 	return r, nil
 }
@@ -206,7 +222,51 @@ func negativeBase(data []byte) bool {
 	if size == 0xffffffff || off == 0xffffffff {
 		return false // ZIP64: left to the corpus
 	}
-	return int64(end)-size-off < 0
+	if int64(end)-size-off < 0 {
+		return true
+	}
+	// archive/zip falls back to reading the directory at its raw offset
+	// when the one the end record implies is not there; JarFile does not
+	// (the jdk-jar+prepend-script cases read only with the implied one).
+	cen := int64(end) - size
+	return size > 0 && cen >= 0 && !bytes.HasPrefix(data[cen:], []byte("PK\x01\x02"))
+}
+
+// endVerified tells whether JarFile would trust the last end record: one
+// whose comment reaches exactly to the end of the file, or, with bytes
+// after it, one whose directory and first local header start with their
+// signatures. archive/zip trusts any whose comment fits in the file.
+func endVerified(data []byte) bool {
+	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
+	if end < 0 || end+22 > len(data) {
+		return true
+	}
+	if end+22+int(binary.LittleEndian.Uint16(data[end+20:])) == len(data) {
+		return true
+	}
+	cen := int64(end) - int64(binary.LittleEndian.Uint32(data[end+12:]))
+	loc := cen - int64(binary.LittleEndian.Uint32(data[end+16:]))
+	return loc >= 0 && bytes.HasPrefix(data[cen:], []byte("PK\x01\x02")) && bytes.HasPrefix(data[loc:], []byte("PK\x03\x04"))
+}
+
+// directoryFilled tells whether the records archive/zip read fill the
+// central directory the plain end record declares. archive/zip stops at
+// the first bad record once it has as many as the end record counts;
+// JarFile reads records to the directory's end and refuses a bad one.
+func directoryFilled(data []byte, zr *zip.Reader) bool {
+	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
+	if end < 0 || end+22 > len(data) {
+		return true
+	}
+	size := int64(binary.LittleEndian.Uint32(data[end+12:]))
+	if size == 0xffffffff || bytes.Contains(data, []byte("PK\x06\x06")) {
+		return true // ZIP64: left to the corpus
+	}
+	var n int64
+	for _, f := range zr.File {
+		n += 46 + int64(len(f.Name)+len(f.Extra)+len(f.Comment))
+	}
+	return n == size
 }
 
 // countOnly tells whether data opens with archive/zip once the end

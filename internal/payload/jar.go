@@ -304,7 +304,7 @@ func open(d *directory, e *entry) (io.Reader, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		sec = io.NewSectionReader(d.r, off, int64(e.packed))
+		sec = io.NewSectionReader(d.r, off, d.avail(e, off))
 	}
 	if e.method == methodStored {
 		return sec, func() {}, nil

@@ -44,6 +44,10 @@ func readNested(d *directory, e *entry, path string) *JAR {
 		n.Err = err
 		return n
 	}
+	if d.avail(e, off) < int64(e.packed) {
+		n.Err = formatErr("the %d bytes of its entry at offset %d run past the end of the %d-byte file", e.packed, off, d.size)
+		return n
+	}
 	sec := io.NewSectionReader(d.r, off, int64(e.packed))
 	b := &budget{left: maxInflate}
 	var streamed *Manifest

@@ -369,10 +369,17 @@ func (d *directory) dataStart(e *entry, buf []byte) (int64, error) {
 		return 0, formatErr("entry %q: bad local header signature at offset %d", e.name, at)
 	}
 	start := at + lenLocal + int64(binary.LittleEndian.Uint16(buf[26:])) + int64(binary.LittleEndian.Uint16(buf[28:]))
-	if e.packed > uint64(d.size) || start > d.size-int64(e.packed) {
-		return 0, formatErr("entry %q: %d bytes of data at offset %d run past the end of the file", e.name, e.packed, start)
+	if start > d.size {
+		return 0, formatErr("entry %q: its data would start at offset %d, past the end of the %d-byte file", e.name, start, d.size)
 	}
 	return start, nil
+}
+
+// avail is how much of e's data, starting at start, the file holds: the
+// JVM reads an entry up to its compressed size or the end of the file,
+// whichever comes first, and fails only if it needs more.
+func (d *directory) avail(e *entry, start int64) int64 {
+	return int64(min(e.packed, uint64(d.size-start)))
 }
 
 // packedData returns the stored (compressed) bytes of a small entry,
@@ -381,10 +388,10 @@ func (d *directory) dataStart(e *entry, buf []byte) (int64, error) {
 func (d *directory) packedData(e *entry) ([]byte, error) {
 	const extraGuess = 64
 	at := d.base + e.header
-	if e.header < 0 || at > d.size-lenLocal || e.packed > uint64(d.size) {
+	if e.header < 0 || at > d.size-lenLocal {
 		return nil, formatErr("entry %q: local header offset %d outside the %d-byte file", e.name, e.header, d.size)
 	}
-	buf := make([]byte, min(int64(lenLocal+len(e.name)+extraGuess)+int64(e.packed), d.size-at))
+	buf := make([]byte, min(int64(lenLocal+len(e.name)+extraGuess)+int64(min(e.packed, smallEntry)), d.size-at))
 	if _, err := d.r.ReadAt(buf, at); err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("read local header of %q: %w", e.name, err)
 	}
@@ -392,10 +399,11 @@ func (d *directory) packedData(e *entry) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rel := start - at; rel+int64(e.packed) <= int64(len(buf)) {
-		return buf[rel : rel+int64(e.packed)], nil
+	n := d.avail(e, start)
+	if rel := start - at; rel+n <= int64(len(buf)) {
+		return buf[rel : rel+n], nil
 	}
-	data := make([]byte, e.packed) // a long local extra field: read the data on its own
+	data := make([]byte, n) // a long local extra field: read the data on its own
 	if _, err := d.r.ReadAt(data, start); err != nil {
 		return nil, fmt.Errorf("read %q: %w", e.name, err)
 	}
