@@ -7,8 +7,10 @@ package payload_test
 import (
 	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"net"
 	"os"
 	"path/filepath"
@@ -196,6 +198,24 @@ func TestZIP64AndDataDescriptors(t *testing.T) {
 	v, _ := j.Manifest.Get("Implementation-Version")
 	assert.Equal(t, "2.2.1", v)
 
+	// A ZIP64 end record with an extensible data sector: the record is
+	// longer than 56 bytes, and the directory still ends where it starts.
+	end64 := bytes.LastIndex(data, []byte("PK\x06\x06"))
+	sector := []byte("an extensible data sector")
+	ext := append(append(append([]byte(nil), data[:end64+56]...), sector...), data[end64+56:]...)
+	binary.LittleEndian.PutUint64(ext[end64+4:], binary.LittleEndian.Uint64(ext[end64+4:])+uint64(len(sector)))
+	j = payload.Read(bytes.NewReader(ext), int64(len(ext)), "/zip64-sector.jar", payload.Options{})
+	require.NoError(t, j.Err)
+	assert.Equal(t, 70_001, j.Entries)
+
+	// Exactly 65,535 entries and no ZIP64 records: the saturated count is
+	// the count.
+	full := testkit.BigJAR(65_534, 0, testkit.Manifest("Implementation-Version", "2.2.1"))
+	require.False(t, bytes.Contains(full, []byte("PK\x06\x06")))
+	j = payload.Read(bytes.NewReader(full), int64(len(full)), "/65535.jar", payload.Options{})
+	require.NoError(t, j.Err)
+	assert.Equal(t, 65_535, j.Entries)
+
 	// archive/zip writes deflated entries with data descriptors (bit 3):
 	// the streamed embedded core reads its manifest's sizes and CRC from
 	// the descriptor.
@@ -214,6 +234,50 @@ func TestZIP64AndDataDescriptors(t *testing.T) {
 	require.NoError(t, j.Nested.Err)
 	m, _ := j.Nested.Manifest.Get("StreamFusion-Module")
 	assert.Equal(t, "streamfusion-core", m)
+}
+
+// pythonCore is a core as Python's zipfile writes one with ZIP_DEFLATED: a
+// deflated META-INF/ directory entry (compressed size 2, size 0) and sizes
+// in the local headers, before the manifest.
+func pythonCore(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	// archive/zip writes no data for a directory: name it META-INFx, then rename.
+	dir, err := w.CreateRaw(&zip.FileHeader{Name: "META-INFx", Method: zip.Deflate, CompressedSize64: 2})
+	require.NoError(t, err)
+	_, err = dir.Write([]byte{3, 0}) // an empty final deflate block
+	require.NoError(t, err)
+	mf := []byte(testkit.Core("2.2", "0.1.0").Manifest())
+	var packed bytes.Buffer
+	fw, _ := flate.NewWriter(&packed, flate.BestCompression)
+	_, _ = fw.Write(mf)
+	require.NoError(t, fw.Close())
+	m, err := w.CreateRaw(&zip.FileHeader{Name: "META-INF/MANIFEST.MF", Method: zip.Deflate, CRC32: crc32.ChecksumIEEE(mf),
+		CompressedSize64: uint64(packed.Len()), UncompressedSize64: uint64(len(mf))})
+	require.NoError(t, err)
+	_, err = m.Write(packed.Bytes())
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	return bytes.ReplaceAll(buf.Bytes(), []byte("META-INFx"), []byte("META-INF/"))
+}
+
+func TestNestedCoreAsPythonWritesIt(t *testing.T) {
+	t.Parallel()
+	core := pythonCore(t)
+	for _, stored := range []bool{false, true} {
+		loader := testkit.Loader("2.2", "0.1.0")
+		loader.Embedded = nil
+		loader.Attrs = map[string]string{testkit.EmbeddedCoreAttr: testkit.DefaultEmbedPath}
+		loader.Entries = []testkit.Entry{{Name: testkit.DefaultEmbedPath, Data: core, Store: stored}}
+		data := loader.Bytes()
+		j := payload.Read(bytes.NewReader(data), int64(len(data)), "/loader.jar", payload.Options{})
+		require.NoError(t, j.Err)
+		require.NotNil(t, j.Nested)
+		require.NoError(t, j.Nested.Err, "stored=%v", stored)
+		m, _ := j.Nested.Manifest.Get("StreamFusion-Module")
+		assert.Equal(t, "streamfusion-core", m, "stored=%v", stored)
+	}
 }
 
 func TestNestedCoreFaults(t *testing.T) {
