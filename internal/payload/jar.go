@@ -78,6 +78,22 @@ type JAR struct {
 // Options say which optional parts of a JAR a read looks at.
 type Options struct {
 	Properties bool // read .flink-runtime.version.properties (flink-dist)
+
+	known *known // a manifest another reading of the same bytes already read
+}
+
+// known is a manifest read by streaming, with where its entry's local
+// header sits and its sizes: when the central directory names the same
+// entry with the same sizes, JarFile would read the same bytes.
+type known struct {
+	header       int64
+	method       uint16
+	packed, size uint64
+	manifest     *Manifest
+}
+
+func (k *known) same(d *directory, e *entry) bool {
+	return k != nil && d.base+e.header == k.header && e.method == k.method && e.packed == k.packed && e.size == k.size
 }
 
 // Open reads the JAR at name in fsys, a file system rooted at "/". It
@@ -141,7 +157,9 @@ func (j *JAR) scan(r io.ReaderAt, size int64, opt Options, depth int) error {
 	if err := d.walk(func(name []byte, e *entry) bool { j.collect(&c, name, e, opt); return true }); err != nil {
 		return err
 	}
-	if m := c.manifest; m != nil {
+	if m := c.manifest; opt.known.same(d, m) {
+		j.Manifest = opt.known.manifest
+	} else if m != nil {
 		data, err := entryBytes(d, m, maxDeclaredMF)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", m.name, err)

@@ -57,14 +57,23 @@ func readNested(d *directory, e *entry, path string) *JAR {
 			n.Err = fmt.Errorf("%w: stored entry has %d bytes packed but %d unpacked; its length is ambiguous", ErrFormat, e.packed, e.size)
 			return n
 		}
-		whole := &JAR{Path: path}
-		whole.read(sec, int64(e.size), Options{}, 1)
-		if whole.Err != nil {
-			n.Err = fmt.Errorf("embedded JAR read through its central directory (as JarFile reads it): %w", whole.Err)
+		// JarInputStream's reading first: when JarFile's names the same
+		// entry, its manifest need not be read twice.
+		t := &tracked{r: sec}
+		br := bufio.NewReader(t)
+		var h *local
+		if streamed, h, err = streamManifest(br, b, func() int64 { return t.n - int64(br.Buffered()) }); err != nil {
+			n.Err = fmt.Errorf("embedded JAR read front to back (as JarInputStream reads it): %w; %s", err, rebuild)
 			return n
 		}
-		if streamed, _, err = streamManifest(bufio.NewReader(sec), b); err != nil {
-			n.Err = fmt.Errorf("embedded JAR read front to back (as JarInputStream reads it): %w; %s", err, rebuild)
+		opt := Options{}
+		if streamed != nil {
+			opt.known = &known{header: h.at, method: h.method, packed: h.read, size: h.size, manifest: streamed}
+		}
+		whole := &JAR{Path: path}
+		whole.read(sec, int64(e.size), opt, 1)
+		if whole.Err != nil {
+			n.Err = fmt.Errorf("embedded JAR read through its central directory (as JarFile reads it): %w", whole.Err)
 			return n
 		}
 		if err := agree(whole.Manifest, streamed); err != nil {
@@ -77,7 +86,7 @@ func readNested(d *directory, e *entry, path string) *JAR {
 		defer inflaters.Put(fr)
 		br := bufio.NewReader(b.reader(fr))
 		var at *local
-		if streamed, at, err = streamManifest(br, b); err != nil {
+		if streamed, at, err = streamManifest(br, b, nil); err != nil {
 			n.Err = fmt.Errorf("embedded JAR read front to back (as JarInputStream reads it): %w; %s", err, rebuild)
 			return n
 		}
@@ -138,16 +147,31 @@ type local struct {
 	flags, method     uint16
 	crc               uint32
 	packed, size      uint64
-	descriptor, sizes bool // sizes: packed and size came from the header
+	descriptor, sizes bool   // sizes: packed and size came from the header
+	at                int64  // where the header starts in the stream; -1 when not known
+	read              uint64 // compressed bytes its data took, once read
 }
 
 // streamManifest reads what JarInputStream's constructor reads: the first
 // local entry, or the second when the first is META-INF/; that entry's data
 // when it is the manifest (its sizes and CRC checked); and the local header
-// after it. When that entry is not the manifest, it returns no manifest and
-// the entry's header (nil at the end of the entries), its data unread.
-func streamManifest(r *bufio.Reader, b *budget) (*Manifest, *local, error) {
-	h, err := nextLocal(r)
+// after it. It returns the header of the entry it stopped at: the
+// manifest's, or, with no manifest, the entry's that is not one (its data
+// unread; nil at the end of the entries). tell, when not nil, gives the
+// position in the stream, recorded in the header as where it starts.
+func streamManifest(r *bufio.Reader, b *budget, tell func() int64) (*Manifest, *local, error) {
+	next := func() (*local, error) {
+		at := int64(-1)
+		if tell != nil {
+			at = tell()
+		}
+		h, err := nextLocal(r)
+		if h != nil {
+			h.at = at
+		}
+		return h, err
+	}
+	h, err := next()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,7 +179,7 @@ func streamManifest(r *bufio.Reader, b *budget) (*Manifest, *local, error) {
 		if _, err := h.data(r, b, false); err != nil {
 			return nil, nil, err
 		}
-		if h, err = nextLocal(r); err != nil {
+		if h, err = next(); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -173,7 +197,20 @@ func streamManifest(r *bufio.Reader, b *budget) (*Manifest, *local, error) {
 	if _, err := nextLocal(r); err != nil {
 		return nil, nil, fmt.Errorf("after %s: %w", h.name, err)
 	}
-	return &m, nil, nil
+	return &m, h, nil
+}
+
+// tracked counts the bytes read from r, so that a position in a buffered
+// stream over it is n minus what the buffer holds.
+type tracked struct {
+	r io.Reader
+	n int64
+}
+
+func (t *tracked) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.n += int64(n)
+	return n, err
 }
 
 func isManifest(name []byte) bool { return bytes.EqualFold(name, []byte(ManifestName)) }
@@ -341,6 +378,7 @@ func (h *local) data(r *bufio.Reader, b *budget, keep bool) ([]byte, error) {
 		return nil, fmt.Errorf("%w: embedded %s is longer than the %d bytes this tool reads", ErrManifest, h.name, maxDeclaredMF)
 	}
 	if c == nil {
+		h.read = uint64(n)
 		if uint64(n) < h.size {
 			return nil, formatErr("entry %q ends after %d of its %d bytes (truncated)", h.name, n, h.size)
 		}
@@ -349,6 +387,7 @@ func (h *local) data(r *bufio.Reader, b *budget, keep bool) ([]byte, error) {
 		}
 		return data, nil
 	}
+	h.read = c.n
 	if h.descriptor {
 		if err := h.readDescriptor(r); err != nil {
 			return nil, err

@@ -90,7 +90,7 @@ func openDirectory(r io.ReaderAt, size int64) (*directory, error) {
 			if binary.LittleEndian.Uint32(buf[i:]) != sigEnd {
 				continue
 			}
-			d, ok, err := candidate(r, size, size-tail+int64(i), buf[i:i+lenEnd])
+			d, ok, err := candidate(r, size, size-tail+int64(i), buf[i:i+lenEnd], buf[:i])
 			if err != nil || ok {
 				return d, err
 			}
@@ -102,9 +102,10 @@ func openDirectory(r io.ReaderAt, size int64) (*directory, error) {
 	return nil, formatErr("no end-of-central-directory record (truncated, or not a ZIP file)")
 }
 
-// candidate judges the end record rec found at endPos; ok is false when the
-// search goes on.
-func candidate(r io.ReaderAt, size, endPos int64, rec []byte) (*directory, bool, error) {
+// candidate judges the end record rec found at endPos, after the bytes
+// before (what the tail read holds of them); ok is false when the search
+// goes on.
+func candidate(r io.ReaderAt, size, endPos int64, rec, before []byte) (*directory, bool, error) {
 	entries := uint64(binary.LittleEndian.Uint16(rec[10:]))
 	length := int64(binary.LittleEndian.Uint32(rec[12:]))
 	offset := int64(binary.LittleEndian.Uint32(rec[16:]))
@@ -121,7 +122,7 @@ func candidate(r io.ReaderAt, size, endPos int64, rec []byte) (*directory, bool,
 		return nil, true, formatErr("archive comment of %d bytes runs past the end of the file", comment)
 	}
 	if endPos >= lenLocator64 {
-		if l, o, pos, ok := end64(r, endPos, entries, length, offset); ok {
+		if l, o, pos, ok := end64(r, endPos, before, entries, length, offset); ok {
 			length, offset, endPos = l, o, pos
 		}
 	}
@@ -139,11 +140,20 @@ func candidate(r io.ReaderAt, size, endPos int64, rec []byte) (*directory, bool,
 }
 
 // end64 reads the ZIP64 end record through the locator just before the
-// classic end record at endPos. It is used only when it agrees with every
-// classic value that is not saturated, as the JVM does.
-func end64(r io.ReaderAt, endPos int64, entries uint64, length, offset int64) (int64, int64, int64, bool) {
-	var loc [lenLocator64]byte
-	if _, err := r.ReadAt(loc[:], endPos-lenLocator64); err != nil || binary.LittleEndian.Uint32(loc[:]) != sigLocator64 {
+// classic end record at endPos (in before, when the tail read holds it). It
+// is used only when it agrees with every classic value that is not
+// saturated, as the JVM does.
+func end64(r io.ReaderAt, endPos int64, before []byte, entries uint64, length, offset int64) (int64, int64, int64, bool) {
+	var loc []byte
+	if len(before) >= lenLocator64 {
+		loc = before[len(before)-lenLocator64:]
+	} else {
+		loc = make([]byte, lenLocator64)
+		if _, err := r.ReadAt(loc, endPos-lenLocator64); err != nil {
+			return 0, 0, 0, false
+		}
+	}
+	if binary.LittleEndian.Uint32(loc) != sigLocator64 {
 		return 0, 0, 0, false
 	}
 	pos := binary.LittleEndian.Uint64(loc[8:])
@@ -260,8 +270,14 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 			header: int64(binary.LittleEndian.Uint32(rec[42:])),
 		}
 		name := rec[lenCentral : lenCentral+nameLen]
-		if err := e.check(name, rec[lenCentral+nameLen:lenCentral+nameLen+extraLen], binary.LittleEndian.Uint16(rec[34:])); err != nil {
-			return err
+		disk := binary.LittleEndian.Uint16(rec[34:])
+		// Nearly every record of a real JAR is plain: check the rest only
+		// when something is set that needs a closer look.
+		if extraLen != 0 || e.flags&flagEncrypted != 0 || e.method != methodStored && e.method != methodDeflated ||
+			e.packed == magic32 || e.size == magic32 || e.header == magic32 || disk == magic16 || !ascii(name) {
+			if err := e.check(name, rec[lenCentral+nameLen:lenCentral+nameLen+extraLen], disk); err != nil {
+				return err
+			}
 		}
 		if !visit(name, &e) {
 			return nil
@@ -270,6 +286,26 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 		at += int64(total)
 	}
 	return nil
+}
+
+// ascii reports whether b holds 7-bit bytes only, eight at a time (the
+// last eight overlapping the ones before when the length is not a
+// multiple of eight).
+func ascii(b []byte) bool {
+	const high = 0x8080808080808080
+	if len(b) < 8 {
+		for _, c := range b {
+			if c >= 0x80 {
+				return false
+			}
+		}
+		return true
+	}
+	acc := binary.LittleEndian.Uint64(b[len(b)-8:])
+	for ; len(b) >= 8; b = b[8:] {
+		acc |= binary.LittleEndian.Uint64(b)
+	}
+	return acc&high == 0
 }
 
 var walkBuffers = sync.Pool{New: func() any {
