@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist test test-real image-test bench lint demo fuzz clean
+.PHONY: build dist flink-dist test test-real image-test bench lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion-image
 
@@ -24,11 +24,17 @@ FORCE:
 test:
 	go test -race -shuffle=on -count=1 ./...
 
-# Real Flink release JARs by Maven coordinates, cached outside the repository.
-FLINK_JARS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/streamfusion/flink-jars
-test-real:
+# Real Flink distributions (PyPI's PyFlink packages, by pip) and the few
+# JARs they lack (Maven coordinates), cached outside the repository.
+CACHE_HOME := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
+FLINK_JARS ?= $(CACHE_HOME)/streamfusion/flink-jars
+FLINK_DIST ?= $(CACHE_HOME)/streamfusion/flink-dist
+FLINK_VERSIONS := 2.2.0 2.2.1 1.18.1 1.20.3 2.1.1 2.3.0
+flink-dist:
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(FLINK_VERSIONS) >/dev/null
+test-real: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
-	STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
+	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
 
 # Real containers: needs an engine at DOCKER_HOST (podman's API service in CI).
 image-test:
