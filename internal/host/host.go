@@ -1,7 +1,12 @@
 // Package host gathers the facts admission decides on from a file system
 // rooted at "/": the classpath as Flink's bin/config.sh builds it, every
 // JAR on it read once, the job JARs in usrlib, the payloads in plugins, the
-// JDK's release file and the platform's libc loader.
+// JDK as Flink's scripts choose it (env.java.home of the config file the
+// launch path leaves them, else JAVA_HOME, else PATH; javahome.go) and the
+// platform's libc loader. config.yaml is parsed with go.yaml.in/yaml/v3 (the
+// maintained continuation of gopkg.in/yaml.v3); the flat-key reading of
+// Flink's scripts is a regular expression of their own sed, since that is
+// what they run.
 //
 // It reads; it does not judge. The same code reads a live container
 // (os.DirFS("/")), a test tree and a flattened image.
