@@ -41,14 +41,19 @@ image-test:
 	go test -tags imagesuite -count=1 -v ./images/suite/
 
 # Hand-off time against the JVM-side check, the minimal reader and a bare
-# exec, alternated in one run; then the Go benchmarks. See docs/performance.md.
+# exec, alternated in one run, on a real distribution's lib (BENCH_FLINK)
+# plus the realistic payloads, then on the synthetic layouts; then the Go
+# benchmarks. See docs/performance.md.
 BENCH_RUNS ?= 21
+BENCH_FLINK ?= 2.2.0
+BENCH_SCALES ?= 1,4,16
 bench: build
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(BENCH_FLINK) >/dev/null
 	go build -o bin/bench-minimal ./bench/minimal
 	go build -o bin/bench-bare ./bench/bare
 	go build -o bin/bench-ioreport ./bench/ioreport
 	mkdir -p bin/bench-jvm && javac -d bin/bench-jvm bench/jvm/JarCheck.java
-	go run ./bench/compare -bin bin -runs $(BENCH_RUNS)
+	go run ./bench/compare -bin bin -runs $(BENCH_RUNS) -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales '$(BENCH_SCALES)'
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
 
 lint:
