@@ -91,6 +91,22 @@ func realLayout(src string) func(lib string) error {
 				return err
 			}
 		}
+		// The distribution's conf/ too: the entrypoint reads the config file
+		// Flink's scripts take env.java.home from.
+		conf := filepath.Join(filepath.Dir(lib), "conf")
+		if err := os.MkdirAll(conf, 0o755); err != nil {
+			return err
+		}
+		confs, _ := os.ReadDir(filepath.Join(filepath.Dir(src), "conf"))
+		for _, e := range confs {
+			data, err := os.ReadFile(filepath.Join(filepath.Dir(src), "conf", e.Name()))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(conf, e.Name()), data, 0o644); err != nil {
+				return err
+			}
+		}
 		return testkit.RealisticPayloads(lib)
 	}
 }

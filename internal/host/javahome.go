@@ -131,12 +131,17 @@ func chooseJavaHome(fsys fs.FS, s Settings, file string) javaChoice {
 // the first colon, the value trimmed and envsubst-ed, as the 2.x image
 // entrypoint passes them to BashJavaUtils) applied over it.
 func standardJavaHome(text, file, props string, getenv func(string) (string, bool)) (value, where string) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal([]byte(text), &doc); err == nil {
-		flat := map[string]string{}
-		flatten(&doc, "", flat)
-		if v, ok := flat[keyJavaHome]; ok && v != "" {
-			value, where = v, "in "+file
+	// Without a "home" key anywhere there is no env.java.home to find: the
+	// parse, which would run on every start, is skipped (Flink's shipped
+	// config.yaml names none).
+	if strings.Contains(text, "home") {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(text), &doc); err == nil {
+			flat := map[string]string{}
+			flatten(&doc, "", flat)
+			if v, ok := flat[keyJavaHome]; ok && v != "" {
+				value, where = v, "in "+file
+			}
 		}
 	}
 	for _, line := range strings.Split(props, "\n") {
