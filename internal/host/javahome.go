@@ -19,13 +19,13 @@ import (
 type Launch string
 
 const (
-	// LaunchImage: the official image's docker-entrypoint.sh runs first (the
+	// LaunchImage means the official image's docker-entrypoint.sh runs first (the
 	// entrypoint's original). Up to 1.18 it appends FLINK_PROPERTIES to
 	// flink-conf.yaml, which stays flat; from 1.19 on it rewrites config.yaml
 	// through BashJavaUtils (bin/config-parser-utils.sh), as nested YAML,
 	// FLINK_PROPERTIES merged, before the role's script reads it.
 	LaunchImage Launch = "image"
-	// LaunchBare: Flink's bin/ scripts run directly and read conf/ as it is.
+	// LaunchBare means Flink's bin/ scripts run directly and read conf/ as it is.
 	LaunchBare Launch = "bare"
 )
 

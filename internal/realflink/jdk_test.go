@@ -74,7 +74,7 @@ func flinkCopy(t *testing.T, version, dir string) string {
 // call to the real JDK; the JobManager's own start (the cluster entrypoint
 // class) is recorded and stops there. Its release file names a version of
 // its own so the model's choice can be told apart.
-func fakeJDK(t *testing.T, dir, name, version, real, record string) string {
+func fakeJDK(t *testing.T, dir, name, version, javaBin, record string) string {
 	t.Helper()
 	home := filepath.Join(dir, name)
 	require.NoError(t, os.MkdirAll(filepath.Join(home, "bin"), 0o755))
@@ -86,7 +86,7 @@ case "$*" in
 *) echo "%[1]s other" >> %[2]q ;;
 esac
 exec %[3]q "$@"
-`, name, record, real)
+`, name, record, javaBin)
 	require.NoError(t, os.WriteFile(filepath.Join(home, "bin", "java"), []byte(script), 0o755))
 	return home
 }
@@ -99,7 +99,7 @@ exec %[3]q "$@"
 // with the entrypoint's options, then FLINK_PROPERTIES, as -D); everything
 // after is Flink's own bin/jobmanager.sh start-foreground.
 func TestJDKAsFlinkScriptsChooseIt(t *testing.T) {
-	real := realJava(t)
+	javaBin := realJava(t)
 	for _, c := range []struct {
 		name    string
 		version string
@@ -123,7 +123,7 @@ func TestJDKAsFlinkScriptsChooseIt(t *testing.T) {
 			record := filepath.Join(dir, "java-calls")
 			jdks := map[string]string{}
 			for name, v := range map[string]string{"jdk-env": "17.0.101", "jdk-conf": "17.0.102", "jdk-props": "17.0.103", "jdk-path": "17.0.104"} {
-				jdks[name] = fakeJDK(t, dir, name, v, real, record)
+				jdks[name] = fakeJDK(t, dir, name, v, javaBin, record)
 			}
 			pathBin := filepath.Join(dir, "path-bin")
 			require.NoError(t, os.MkdirAll(pathBin, 0o755))
