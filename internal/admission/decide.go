@@ -17,10 +17,18 @@ type Facts struct {
 	Order     string         // how the classpath was ordered (the locale's collation or bytes)
 	Usrlib    []*payload.JAR // job JARs beside lib
 	Plugins   []*payload.JAR // JARs below plugins/
+	Unlisted  []Unlisted     // directories below lib, usrlib or plugins that cannot be listed
 
 	JDK      JDK
 	Platform Platform
 	Strict   bool
+}
+
+// Unlisted is a directory that cannot be listed: JARs in it may be
+// missing from the check.
+type Unlisted struct {
+	Path string // absolute
+	Err  error
 }
 
 // JDK is the host JDK as found.

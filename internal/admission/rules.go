@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -61,7 +60,7 @@ var Rules = []Rule{
 	{"layout-usrlib", Error, "A job JAR in usrlib bundles StreamFusion content.", layoutUsrlib},
 	{"layout-logging", Error, "A StreamFusion payload bundles logging API classes (org/slf4j/).", layoutLogging},
 	{"layout-paimon-order", Error, "streamfusion-paimon comes after a paimon-flink-* JAR on the classpath; Paimon takes the first format factory it finds.", layoutPaimon},
-	{"layout-unreadable-jar", Error, "A *.jar is not a regular file or not a readable ZIP archive.", layoutUnreadable},
+	{"layout-unreadable-jar", Error, "A *.jar is not a regular file or not a readable ZIP archive, or a directory below lib cannot be listed.", layoutUnreadable},
 	{"line-experimental", Warning, "The host runs the experimental Flink 1.18 line.", lineExperimental},
 	{"requires-missing", Warning, "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", requiresMissing},
 	{"stock-requires-missing", Warning, "A stock JAR named in StreamFusion-Stock-Requires is not in lib.", stockMissing},
@@ -566,13 +565,13 @@ func layoutPaimon(v *view) []Finding {
 
 func layoutUnreadable(v *view) []Finding {
 	var out []Finding
+	for _, u := range v.Unlisted {
+		out = append(out, Finding{Path: u.Path, Message: "cannot list this directory, so JARs in it may be missing from the check", Found: u.Err.Error(),
+			Required: "every directory below lib readable by the container's user", Fix: "make " + u.Path + " readable (chmod a+rx), or remove it"})
+	}
 	for _, group := range [][]*payload.JAR{v.Classpath, v.Usrlib, v.Plugins} {
 		for _, j := range group {
-			switch {
-			case errors.Is(j.Err, payload.ErrUnlisted):
-				out = append(out, Finding{Path: j.Path, Message: "cannot list this directory", Found: j.Err.Error(),
-					Required: "every directory below lib readable by the container's user", Fix: "make " + j.Path + " readable (chmod a+rx), or remove it"})
-			case j.Err != nil:
+			if j.Err != nil {
 				out = append(out, Finding{Path: j.Path, Message: "cannot read this JAR", Found: j.Err.Error(),
 					Required: "a regular file holding a readable ZIP archive", Fix: "replace or remove " + j.Path})
 			}

@@ -27,6 +27,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
 
 // Settings say where to look. Paths are absolute, as in the environment.
@@ -105,7 +106,7 @@ func rel(p string) string {
 func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*admission.Facts, error) {
 	f := &admission.Facts{LibDir: path.Clean(s.LibDir), Strict: s.Strict, Platform: platform(fsys, s.OS, s.Arch)}
 
-	names, err := List(fsys, s.LibDir)
+	names, unlisted, err := List(fsys, s.LibDir)
 	if err != nil {
 		f.LibErr = err
 		f.JDK = jdkAsFlink(fsys, s, "")
@@ -116,11 +117,13 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 		order, f.Order = OrderFor(fsys, s.Locale)
 	}
 	names = Classpath(names, order)
-	usrlib, _ := List(fsys, path.Join(path.Dir(path.Clean(s.LibDir)), "usrlib"))
+	usrlib, unlistedUsrlib, _ := List(fsys, path.Join(path.Dir(path.Clean(s.LibDir)), "usrlib"))
 	var plugins []string
+	var unlistedPlugins []admission.Unlisted
 	if s.PluginsDir != "" {
-		plugins, _ = List(fsys, s.PluginsDir)
+		plugins, unlistedPlugins, _ = List(fsys, s.PluginsDir)
 	}
+	f.Unlisted = slices.Concat(unlisted, unlistedUsrlib, unlistedPlugins)
 	all := append(append(append([]string(nil), names...), usrlib...), plugins...)
 	jars, err := readAll(ctx, fsys, all, s.Workers, progress)
 	if err != nil {
@@ -168,11 +171,6 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progr
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if dir, ok := strings.CutSuffix(names[i], "/"); ok {
-					_, err := fs.ReadDir(fsys, dir)
-					out[i] = &payload.JAR{Path: "/" + dir, Err: fmt.Errorf("%w: %w", payload.ErrUnlisted, err)}
-					continue
-				}
 				progress.begin("/" + names[i])
 				out[i] = payload.Open(fsys, names[i], payload.Options{Properties: isDist(names[i])})
 				progress.end("/" + names[i])
@@ -212,22 +210,23 @@ feed:
 
 // List returns the names (relative to the root) of every non-directory
 // entry called *.jar below dir, recursively, not following links to
-// directories: what `find dir ! -type d -name '*.jar'` prints. A
-// subdirectory that cannot be listed is returned with a trailing slash.
-func List(fsys fs.FS, dir string) ([]string, error) {
+// directories: what `find dir ! -type d -name '*.jar'` prints; and the
+// subdirectories that cannot be listed, whose JARs it cannot name.
+func List(fsys fs.FS, dir string) ([]string, []admission.Unlisted, error) {
 	root := rel(dir)
-	if _, info, err := payload.Resolve(fsys, root); err != nil {
-		return nil, err
+	if _, info, err := rootfs.Resolve(fsys, root); err != nil {
+		return nil, nil, err
 	} else if !info.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", dir)
+		return nil, nil, fmt.Errorf("%s is not a directory", dir)
 	}
 	var names []string
+	var unlisted []admission.Unlisted
 	err := fs.WalkDir(fsys, root, func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if name == root {
 				return err
 			}
-			names = append(names, name+"/")
+			unlisted = append(unlisted, admission.Unlisted{Path: "/" + name, Err: err})
 			return nil
 		}
 		if !d.IsDir() && strings.HasSuffix(d.Name(), ".jar") {
@@ -236,9 +235,9 @@ func List(fsys fs.FS, dir string) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return names, nil
+	return names, unlisted, nil
 }
 
 // Order sorts classpath names the way `sort -z` does under some locale.
@@ -291,7 +290,7 @@ func lookJava(fsys fs.FS, pathEnv string) string {
 		if !strings.HasPrefix(dir, "/") {
 			continue // relative PATH entries depend on the working directory; Flink's scripts do not use them
 		}
-		name, info, err := payload.Resolve(fsys, rel(path.Join(dir, "java")))
+		name, info, err := rootfs.Resolve(fsys, rel(path.Join(dir, "java")))
 		if err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
 			return "/" + name
 		}
@@ -310,14 +309,7 @@ func releaseValue(data []byte, key string) (string, bool) {
 }
 
 func readSmall(fsys fs.FS, name string, limit int64) ([]byte, error) {
-	target, info, err := payload.Resolve(fsys, name)
-	if err != nil {
-		return nil, err
-	}
-	if !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: /%s", payload.ErrNotRegular, target)
-	}
-	file, err := fsys.Open(target)
+	file, _, _, err := rootfs.OpenRegular(fsys, name)
 	if err != nil {
 		return nil, err
 	}
@@ -368,7 +360,7 @@ func platform(fsys fs.FS, goos, arch string) admission.Platform {
 }
 
 func exists(fsys fs.FS, name string) bool {
-	_, _, err := payload.Resolve(fsys, rel(name))
+	_, _, err := rootfs.Resolve(fsys, rel(name))
 	return err == nil
 }
 

@@ -31,14 +31,15 @@ func TestListLikeFind(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "elsewhere", "hidden-behind-link.jar"), []byte("x"), 0o644))
 	require.NoError(t, os.Symlink("../elsewhere", filepath.Join(lib, "linked-dir")))
 	require.NoError(t, os.Symlink("../elsewhere", filepath.Join(lib, "linked-dir.jar")))
-	names, err := List(os.DirFS(dir), "/lib")
+	names, unlisted, err := List(os.DirFS(dir), "/lib")
 	require.NoError(t, err)
+	assert.Empty(t, unlisted)
 	// find lists links (even to directories) but does not follow them, and skips directories.
 	assert.ElementsMatch(t, []string{"lib/.hidden.jar", "lib/a.jar", "lib/dir.jar/inner.jar", "lib/linked-dir.jar", "lib/sub/b.jar", "lib/sub/deeper/c.jar"}, names)
 
-	_, err = List(os.DirFS(dir), "/missing")
+	_, _, err = List(os.DirFS(dir), "/missing")
 	require.Error(t, err)
-	_, err = List(os.DirFS(dir), "/lib/a.jar")
+	_, _, err = List(os.DirFS(dir), "/lib/a.jar")
 	require.Error(t, err)
 }
 

@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
 
 // Launch says what starts Flink's own scripts, which decides the config
@@ -235,6 +235,6 @@ func isDir(fsys fs.FS, name string) bool {
 	if !path.IsAbs(name) {
 		return false // relative to the scripts' working directory: not modelled
 	}
-	_, info, err := payload.Resolve(fsys, rel(name))
+	_, info, err := rootfs.Resolve(fsys, rel(name))
 	return err == nil && info.IsDir()
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
 
 // The layout every StreamFusion image has; the Dockerfile lays out the same
@@ -226,7 +227,7 @@ func bakeLayer(base fstest.MapFS, libDir string, opt BakeOptions) ([]byte, error
 }
 
 func readFollowing(fsys fstest.MapFS, name string) ([]byte, fs.FileMode, error) {
-	target, info, err := payload.Resolve(fsys, name)
+	target, info, err := rootfs.Resolve(fsys, name)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
@@ -358,11 +359,11 @@ func TestSpecialFilesNamedJar(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	j := payload.Open(os.DirFS(dir), "socket.jar", payload.Options{})
-	require.ErrorIs(t, j.Err, payload.ErrNotRegular)
+	require.ErrorIs(t, j.Err, rootfs.ErrNotRegular)
 	assert.Contains(t, j.Err.Error(), "a socket")
 
 	// A device, reached through a link to the real /dev/null.
 	j = payload.Open(os.DirFS("/"), "dev/null", payload.Options{})
-	require.ErrorIs(t, j.Err, payload.ErrNotRegular)
+	require.ErrorIs(t, j.Err, rootfs.ErrNotRegular)
 	assert.Contains(t, j.Err.Error(), "character device")
 }

@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"strings"
 	"sync"
+
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
 
 // Entry names and attributes this package looks for.
@@ -24,15 +25,6 @@ const (
 	maxProperties        = 64 << 10
 	keepNative           = 8
 	keepNestedCandidates = 64
-)
-
-// Errors for files that are not JARs this tool can trust.
-var (
-	ErrNotRegular = errors.New("not a regular file")
-	ErrLinkLoop   = errors.New("too many levels of symbolic links")
-	// ErrUnlisted marks a directory below lib that could not be listed:
-	// JARs in it may be missing from the check.
-	ErrUnlisted = errors.New("directory cannot be listed, JARs in it may be missing from the check")
 )
 
 // JAR is what one read learned about a JAR file. When Err is set, the file
@@ -102,25 +94,15 @@ func (k *known) same(d *directory, e *entry) bool {
 // reached through a link, dangling links and link loops.
 func Open(fsys fs.FS, name string, opt Options) *JAR {
 	j := &JAR{Path: "/" + name}
-	target, info, err := Resolve(fsys, name)
-	if err != nil {
-		j.Err = err
-		return j
-	}
-	if target != name {
-		j.Target = "/" + target
-	}
-	// Checked before opening: opening a FIFO would block.
-	if !info.Mode().IsRegular() {
-		j.Err = fmt.Errorf("%w: %s", ErrNotRegular, describeMode(info.Mode()))
-		return j
-	}
-	f, err := fsys.Open(target)
+	f, target, info, err := rootfs.OpenRegular(fsys, name)
 	if err != nil {
 		j.Err = err
 		return j
 	}
 	defer f.Close()
+	if target != name {
+		j.Target = "/" + target
+	}
 	r, ok := f.(io.ReaderAt)
 	if !ok {
 		j.Err = fmt.Errorf("file system gives no random access to %s", name)
@@ -376,90 +358,4 @@ func truncated(err error, what string) error {
 		return fmt.Errorf("%w: %s (truncated)", ErrFormat, what)
 	}
 	return fmt.Errorf("%s: %w", what, err)
-}
-
-// Resolve follows symbolic links in name, component by component, within
-// fsys (absolute targets are taken from fsys's root), and returns a name
-// with no links left and what it names. Names in file systems without links
-// are returned as they are.
-func Resolve(fsys fs.FS, name string) (string, fs.FileInfo, error) {
-	rl, ok := fsys.(fs.ReadLinkFS)
-	if !ok {
-		info, err := fs.Stat(fsys, name)
-		return name, info, err
-	}
-	var info fs.FileInfo
-	var infoOf string                // the name info describes
-	done := ""                       // resolved prefix
-	todo := strings.Split(name, "/") // components left
-	for hops := 0; len(todo) > 0; {
-		c := todo[0]
-		todo = todo[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if i := strings.LastIndexByte(done, '/'); i >= 0 {
-				done = done[:i]
-			} else {
-				done = ""
-			}
-			continue
-		}
-		next := c
-		if done != "" {
-			next = done + "/" + c
-		}
-		var err error
-		info, err = rl.Lstat(next)
-		if err != nil {
-			if hops > 0 && errors.Is(err, fs.ErrNotExist) {
-				return "", nil, fmt.Errorf("dangling symbolic link: /%s does not exist", next)
-			}
-			return "", nil, err
-		}
-		infoOf = next
-		if info.Mode()&fs.ModeSymlink == 0 {
-			done = next
-			continue
-		}
-		if hops++; hops > 40 {
-			return "", nil, fmt.Errorf("%w at /%s", ErrLinkLoop, name)
-		}
-		link, err := rl.ReadLink(next)
-		if err != nil {
-			return "", nil, err
-		}
-		if strings.HasPrefix(link, "/") {
-			done = ""
-		}
-		todo = append(strings.Split(link, "/"), todo...)
-	}
-	if done == "" {
-		done = "."
-	}
-	if info == nil || infoOf != done {
-		var err error
-		if info, err = rl.Lstat(done); err != nil {
-			return "", nil, err
-		}
-	}
-	return done, info, nil
-}
-
-func describeMode(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory (reached through a symbolic link)"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	default:
-		return "a " + m.Type().String() + " file"
-	}
 }
