@@ -5,13 +5,13 @@ GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
 .PHONY: build dist flink-dist test test-real test-jvm image-test bench lint demo fuzz clean
 
-build: bin/entrypoint bin/streamfusion-image
+build: bin/entrypoint bin/streamfusion
 
 bin/entrypoint: FORCE
 	$(GOBUILD) -o $@ ./cmd/entrypoint
 
-bin/streamfusion-image: FORCE
-	$(GOBUILD) -o $@ ./cmd/streamfusion-image
+bin/streamfusion: FORCE
+	$(GOBUILD) -o $@ ./cmd/streamfusion
 
 # Static entrypoints for both image platforms, with checksums.
 dist: FORCE

@@ -29,6 +29,13 @@ import (
 // version is stamped at build time (-ldflags -X main.version=...).
 var version = "dev"
 
+// stamp marks this binary as a StreamFusion entrypoint of contract 1:
+// `streamfusion verify` and `bake --entrypoint` look for these bytes in the
+// file at /docker-entrypoint.sh (internal/image/guard.go). It is printed by
+// `streamfusion version`, so the linker keeps it. Only this binary holds it
+// whole: the host CLI assembles it at run time.
+const stamp = "STREAMFUSION/ENTRYPOINT/CONTRACT=1"
+
 // Exit statuses of the contract.
 const (
 	exitRefused  = 78

@@ -38,7 +38,7 @@ var (
 	engine     *client.Client
 	entrypoint []byte
 	busybox    v1.Layer
-	bindir     string // entrypoint and streamfusion-image, built for the suite
+	bindir     string // entrypoint and streamfusion, built for the suite
 )
 
 func TestMain(m *testing.M) {
@@ -53,7 +53,7 @@ func setup(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	bindir = dir
 	bin := filepath.Join(dir, "entrypoint")
-	for _, cmd := range []string{"entrypoint", "streamfusion-image"} {
+	for _, cmd := range []string{"entrypoint", "streamfusion"} {
 		build := osexec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, cmd), "../../cmd/"+cmd)
 		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 		if out, err := build.CombinedOutput(); err != nil {
@@ -351,7 +351,7 @@ func TestConflictsStopFlinkAtTheDoor(t *testing.T) {
 	}
 }
 
-// The tarball `streamfusion-image bake --output` writes is what the engine
+// The tarball `streamfusion bake --output` writes is what the engine
 // loads (docker load / podman load), and the image it holds starts Flink.
 func TestBakeOutputLoadsAndStarts(t *testing.T) {
 	h := hosts[1]
@@ -366,7 +366,7 @@ func TestBakeOutputLoadsAndStarts(t *testing.T) {
 		require.NoError(t, os.WriteFile(f, p.Payload.Bytes(), 0o644))
 		args = append(args, "--payload", f)
 	}
-	out, err := osexec.Command(filepath.Join(bindir, "streamfusion-image"), args...).CombinedOutput()
+	out, err := osexec.Command(filepath.Join(bindir, "streamfusion"), args...).CombinedOutput()
 	require.NoError(t, err, string(out))
 
 	f, err := os.Open(filepath.Join(dir, "baked.tar"))

@@ -64,15 +64,17 @@ const (
 
 // File is a payload JAR to install.
 type File struct {
-	Name string // file name in lib
-	Data []byte
+	Name   string // file name in lib
+	Data   []byte
+	Source string // the argument that named it ("--payload PATH"), for messages
 }
 
 // BakeOptions say what bake adds.
 type BakeOptions struct {
 	Entrypoint []byte // the entrypoint binary for the image's platform
 	Payloads   []File
-	Epoch      int64 // SOURCE_DATE_EPOCH: every timestamp bake writes
+	Usrlib     []File // job JARs for usrlib, beside lib
+	Epoch      int64  // SOURCE_DATE_EPOCH: every timestamp bake writes
 	BaseName   string
 }
 
@@ -80,6 +82,7 @@ type BakeOptions struct {
 type Refused struct {
 	Platform v1.Platform
 	Decision *admission.Decision
+	Sources  map[string]string // image path -> what the user named the file by
 }
 
 func (r *Refused) Error() string {
@@ -87,6 +90,9 @@ func (r *Refused) Error() string {
 	fmt.Fprintf(&b, "the %s image would be refused at start:", r.Platform.String())
 	for _, f := range r.Decision.Errors() {
 		b.WriteString("\n  [" + f.Rule + "] " + f.Text())
+		if src, ok := r.Sources[f.Path]; ok {
+			b.WriteString(" (from " + src + ")")
+		}
 	}
 	return b.String()
 }
@@ -132,7 +138,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	}
 	created := v1.Time{Time: epoch(opt.Epoch)}
 	img, err := mutate.Append(base, mutate.Addendum{Layer: l, MediaType: layerType, History: v1.History{
-		Created: created, CreatedBy: "streamfusion-image bake", Comment: "StreamFusion entrypoint and payloads",
+		Created: created, CreatedBy: "streamfusion bake", Comment: "StreamFusion entrypoint and payloads",
 	}})
 	if err != nil {
 		return nil, nil, err
@@ -156,7 +162,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}
 	if !res.Decision.Admitted() {
-		return nil, res, &Refused{Platform: res.Platform, Decision: res.Decision}
+		return nil, res, &Refused{Platform: res.Platform, Decision: res.Decision, Sources: sources(c.LibDir, opt)}
 	}
 	return img, res, nil
 }
@@ -190,6 +196,9 @@ func bakeLayer(base fstest.MapFS, libDir string, opt BakeOptions) ([]byte, error
 		}
 		fresh[p.Name] = true
 		add(lib+"/"+p.Name, PayloadMode, p.Data)
+	}
+	if err := addUsrlib(entries, add, lib, opt); err != nil {
+		return nil, err
 	}
 	if len(opt.Payloads) > 0 {
 		// Re-baking replaces the payloads of the bake before.

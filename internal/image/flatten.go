@@ -1,5 +1,5 @@
 // Package image reads and writes container images for the image tooling
-// (cmd/streamfusion-image) with go-containerregistry: it flattens the few
+// (cmd/streamfusion) with go-containerregistry: it flattens the few
 // files admission needs out of an image's layers into an fs.FS, so the
 // entrypoint's own host and admission code decides on an image without
 // running it, and it bakes StreamFusion images by appending one layer.

@@ -166,7 +166,7 @@ func Verify(ctx context.Context, img v1.Image) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	fsys, err := Flatten(img, wanted(c))
+	fsys, err := Flatten(img, guarded(wanted(c), c))
 	if err != nil {
 		return nil, err
 	}
@@ -175,9 +175,11 @@ func Verify(ctx context.Context, img v1.Image) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	d := admission.Decide(facts)
+	d.Findings = append(d.Findings, Guard(fsys, cfg, c)...)
 	return &Result{
 		Platform: v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant},
-		Facts:    facts, Decision: admission.Decide(facts),
+		Facts:    facts, Decision: d,
 	}, nil
 }
 

@@ -31,7 +31,7 @@ import (
 var entrypoints = map[string]string{} // by architecture
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "streamfusion-image-test-")
+	dir, err := os.MkdirTemp("", "streamfusion-test-")
 	if err != nil {
 		panic(err)
 	}
@@ -82,7 +82,11 @@ func payloadFiles(t *testing.T, mod func(*testkit.Payload)) []string {
 func cli(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, func(k string) string { return env[k] }, &stdout, &stderr)
+	var list []string
+	for k, v := range env {
+		list = append(list, k+"="+v)
+	}
+	code := run(context.Background(), args, list, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -240,6 +244,7 @@ func TestBakeRefusesWhatWouldNotStart(t *testing.T) {
 	code, _, stderr = cli(t, nil, append([]string{"bake", "--base", base, "--output", out, "--entrypoint", entrypoints["arm64"]}, payloadFiles(t, nil)...)...)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, "the entrypoint is built for EM_AARCH64, the image is amd64")
+	assert.NoFileExists(t, out, "nothing written")
 }
 
 func TestIndexWithAmd64AndArm64(t *testing.T) {
@@ -292,19 +297,88 @@ func TestIndexWithAmd64AndArm64(t *testing.T) {
 }
 
 func TestUsage(t *testing.T) {
-	for _, args := range [][]string{{}, {"bogus"}, {"verify"}, {"bake"}, {"bake", "--base", "x"}, {"bake", "--base", "x", "--output", "a", "--tag", "b"}, {"verify", "--platform", "amd64", "x"}} {
-		code, _, _ := cli(t, nil, args...)
-		assert.Equal(t, 64, code, "%q", args)
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"bogus"}, "unknown command"},
+		{[]string{"verify"}, "takes one IMAGE, got 0"},
+		{[]string{"bake"}, "exactly one of --output, --tag, --layout, --load"},
+		{[]string{"bake", "--output", "a"}, "needs --base IMAGE or --flink-line"},
+		{[]string{"bake", "--base", "x"}, "exactly one of"},
+		{[]string{"bake", "--base", "x", "--output", "a", "--tag", "b"}, "(got 2)"},
+		{[]string{"bake", "--flink-line", "1.19", "--output", "a"}, `--flink-line "1.19": want 2.2 or 1.18`},
+		{[]string{"verify", "--platform", "amd64", "x"}, "want OS/ARCH"},
+		{[]string{"verify", "--bogus", "x"}, "unknown flag: --bogus"},
+		{[]string{"inspect"}, "needs at least one PAYLOAD"},
+		{[]string{"rules", "extra"}, "takes no arguments"},
+		{[]string{"check", "--flink-home"}, "flag needs an argument"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := cli(t, nil, tc.args...)
+			assert.Equal(t, 64, code)
+			assert.Contains(t, stderr, tc.says)
+		})
 	}
-	code, _, stderr := cli(t, nil, "verify", filepath.Join(t.TempDir(), "nothing-here"))
-	assert.Equal(t, 1, code)
-	assert.NotEmpty(t, stderr)
+}
+
+func TestHelpExitsZeroOnEveryCommand(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"help"}, {}, {"verify", "--help"}, {"bake", "--help"}, {"check", "--help"},
+		{"inspect", "--help"}, {"install", "--help"}, {"rules", "--help"}, {"version", "--help"}, {"completion", "bash"}, {"completion", "zsh", "--help"}} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, out, stderr := cli(t, nil, args...)
+			assert.Equal(t, 0, code, stderr)
+			assert.NotEmpty(t, out)
+		})
+	}
+}
+
+func TestMissingLocalPathsAreNoSuchFile(t *testing.T) {
+	dir := t.TempDir()
+	base := writeTarball(t, flinkBase(t, "amd64"))
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"verify", filepath.Join(dir, "nothing-here.tar")}, "nothing-here.tar: no such file"},
+		{[]string{"verify", "typo.tar"}, "typo.tar: no such file"},
+		{[]string{"verify", "./layout-typo"}, "./layout-typo: no such file"},
+		{[]string{"bake", "--base", "missing.tar", "--output", filepath.Join(dir, "o.tar"), "--entrypoint", entrypoints["amd64"]}, "missing.tar: no such file"},
+		{[]string{"bake", "--base", base, "--output", filepath.Join(dir, "o.tar"), "--entrypoint", entrypoints["amd64"], "--payload", "./streamfusion-kafka-0.1.0.jar"}, "--payload ./streamfusion-kafka-0.1.0.jar: no such file"},
+		{[]string{"bake", "--base", base, "--output", filepath.Join(dir, "o.tar"), "--entrypoint", entrypoints["amd64"], "--lib", "flink-connector-kafka.jar"}, "--lib flink-connector-kafka.jar: no such file"},
+		{[]string{"inspect", filepath.Join(dir, "gone.jar")}, "gone.jar: no such file"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := cli(t, nil, tc.args...)
+			assert.Equal(t, 1, code, stderr)
+			assert.Contains(t, stderr, tc.says)
+			assert.NotContains(t, stderr, "fetch", "never a registry lookup")
+		})
+	}
 }
 
 func TestEntrypointLinksNoRegistryCode(t *testing.T) {
 	out, err := osexec.Command("go", "list", "-deps", "../entrypoint").Output()
 	require.NoError(t, err)
 	for _, dep := range strings.Fields(string(out)) {
-		assert.False(t, strings.HasPrefix(dep, "github.com/google/go-containerregistry") || dep == "net/http" || dep == "crypto/tls", dep)
+		for _, banned := range []string{"github.com/google/go-containerregistry", "github.com/docker/", "github.com/spf13/cobra", "net/http", "crypto/tls", "encoding/xml"} {
+			assert.False(t, strings.HasPrefix(dep, banned), "the entrypoint links %s", dep)
+		}
 	}
+}
+
+// The README lists the rules the host CLI adds; they are the binary's own.
+func TestReadmeListsTheCLIRules(t *testing.T) {
+	code, out, _ := cli(t, nil, "rules", "--markdown")
+	require.Equal(t, 0, code)
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	n := 0
+	for _, row := range strings.Split(out, "\n") {
+		if strings.HasPrefix(row, "| `image-") || strings.HasPrefix(row, "| `install-") {
+			n++
+			assert.Contains(t, string(readme), row, "README rule rows are stale: regenerate them with `bin/streamfusion rules --markdown`")
+		}
+	}
+	assert.Equal(t, 6, n)
 }

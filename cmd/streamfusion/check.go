@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/report"
+)
+
+type checkOptions struct {
+	FlinkHome string
+	JSON      bool
+}
+
+func newCheck(env []string) *cobra.Command {
+	o := &checkOptions{}
+	c := &cobra.Command{
+		Use:   "check [--flink-home DIR] [--json]",
+		Short: "Check a local Flink distribution as the entrypoint checks an image at start",
+		Long: `check reads a Flink distribution on this machine (--flink-home, else
+FLINK_HOME; FLINK_LIB_DIR, JAVA_HOME and PATH as the entrypoint reads them)
+and prints the entrypoint's report: exit 0 when Flink would be admitted, 78
+when it would be refused.`,
+		Args: none,
+		RunE: func(c *cobra.Command, _ []string) error { return o.run(c, env) },
+	}
+	c.Flags().StringVar(&o.FlinkHome, "flink-home", "", "the Flink distribution (default $FLINK_HOME)")
+	c.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	return c
+}
+
+// localSettings are the entrypoint's settings for a Flink distribution on
+// this machine: the environment, with FLINK_HOME (and its lib) replaced
+// when one is given.
+func localSettings(env []string, flinkHome string) (config.Config, host.Settings, error) {
+	if flinkHome != "" {
+		abs, err := filepath.Abs(flinkHome)
+		if err != nil {
+			return config.Config{}, host.Settings{}, err
+		}
+		info, err := os.Stat(abs)
+		if err != nil {
+			return config.Config{}, host.Settings{}, fmt.Errorf("--flink-home %s: no such directory", flinkHome)
+		}
+		if !info.IsDir() {
+			return config.Config{}, host.Settings{}, usagef("--flink-home %s: not a directory", flinkHome)
+		}
+		kept := []string{"FLINK_HOME=" + abs}
+		for _, kv := range env {
+			if !strings.HasPrefix(kv, "FLINK_HOME=") && !strings.HasPrefix(kv, "FLINK_LIB_DIR=") && !strings.HasPrefix(kv, "FLINK_PLUGINS_DIR=") {
+				kept = append(kept, kv)
+			}
+		}
+		env = kept
+	}
+	cfg, err := config.FromEnv(env)
+	if err != nil {
+		return config.Config{}, host.Settings{}, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "; "))
+	}
+	return cfg, host.FromConfig(cfg, "linux", host.NormalizeArch(runtime.GOARCH)), nil
+}
+
+func (o *checkOptions) run(c *cobra.Command, env []string) error {
+	_, s, err := localSettings(env, o.FlinkHome)
+	if err != nil {
+		return err
+	}
+	facts, err := host.Gather(c.Context(), os.DirFS("/"), s, nil)
+	if err != nil {
+		return err
+	}
+	d := admission.Decide(facts)
+	r := report.New(facts, d)
+	if o.JSON {
+		err = r.JSON(c.OutOrStdout())
+	} else {
+		err = r.Text(c.OutOrStdout())
+	}
+	if err != nil {
+		return err
+	}
+	if !d.Admitted() {
+		return refusedReported()
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/streamfusion/image-entrypoint/internal/report"
+)
+
+type inspectOptions struct {
+	JSON  bool
+	Maven mavenOptions
+}
+
+func newInspect(env []string) *cobra.Command {
+	o := &inspectOptions{}
+	c := &cobra.Command{
+		Use:   "inspect [--json] PAYLOAD...",
+		Short: "Print the StreamFusion identity of JARs",
+		Long: `inspect prints what each JAR says it is: its payload kind, module, release,
+Flink line, Java needs, native platforms and embedded core. PAYLOAD is a JAR
+path or Maven coordinates. Exit status 78 when one would fail admission.`,
+		Args: atLeastOne("PAYLOAD"),
+		RunE: func(c *cobra.Command, args []string) error { return o.run(c, env, args) },
+	}
+	c.Flags().BoolVar(&o.JSON, "json", false, "print JSON")
+	o.Maven.bind(c)
+	return c
+}
+
+func (o *inspectOptions) run(c *cobra.Command, env, args []string) error {
+	rs, err := o.Maven.resolveAll(c, env, "", args)
+	if err != nil {
+		return err
+	}
+	bad := false
+	out := []report.Inspected{}
+	for _, r := range rs {
+		in, b := report.Inspect(os.DirFS("/"), strings.TrimPrefix(mustAbs(r.Path), "/"), r.Arg)
+		bad = bad || b
+		out = append(out, in)
+	}
+	if o.JSON {
+		if err := report.WriteJSON(c.OutOrStdout(), out); err != nil {
+			return err
+		}
+	} else {
+		for _, in := range out {
+			fmt.Fprintln(c.OutOrStdout(), in.Text())
+		}
+	}
+	if bad {
+		return refusedReported()
+	}
+	return nil
+}

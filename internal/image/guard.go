@@ -1,0 +1,134 @@
+package image
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+)
+
+// The guard: payloads in lib are checked only when something checks them.
+// An image is guarded when /docker-entrypoint.sh is a StreamFusion
+// entrypoint for the image's platform, Flink's own script is kept under
+// /opt/streamfusion/ for it to hand off to, and the image's ENTRYPOINT and
+// CMD reach it. Verify reports each failure as a finding of these rules.
+const (
+	RuleGuardEntrypoint = "image-entrypoint"
+	RuleGuardOriginal   = "image-original-script"
+	RuleGuardReach      = "image-entrypoint-unreached"
+)
+
+// GuardRules are the image rules verify adds to the entrypoint's catalogue.
+var GuardRules = []admission.Rule{
+	{ID: RuleGuardEntrypoint, Severity: admission.Error, Doc: "/docker-entrypoint.sh is not a StreamFusion entrypoint for the image's platform (ELF machine, version stamp)."},
+	{ID: RuleGuardOriginal, Severity: admission.Error, Doc: "Flink's own docker-entrypoint.sh is not kept under /opt/streamfusion/, where the entrypoint hands off to it."},
+	{ID: RuleGuardReach, Severity: admission.Error, Doc: "The image's ENTRYPOINT and CMD do not start /docker-entrypoint.sh, so nothing checks the payloads."},
+}
+
+// stampParts make the stamp cmd/entrypoint carries (its const stamp). The
+// stamp is joined at run time so that this program's binary does not hold
+// it whole and cannot pass for an entrypoint.
+var stampParts = []string{"STREAMFUSION", "ENTRYPOINT", "CONTRACT=1"}
+
+// ErrNotEntrypoint is a binary that is not a StreamFusion entrypoint.
+var ErrNotEntrypoint = errors.New("not a StreamFusion entrypoint")
+
+// CheckEntrypoint refuses a file that is not a StreamFusion entrypoint
+// binary: not ELF, or without the entrypoint's stamp.
+func CheckEntrypoint(bin []byte) error {
+	if _, err := elf.NewFile(bytes.NewReader(bin)); err != nil {
+		return fmt.Errorf("%w: not an ELF binary (%w)", ErrNotEntrypoint, err)
+	}
+	if !bytes.Contains(bin, []byte(strings.Join(stampParts, "/"))) {
+		return fmt.Errorf("%w: the binary carries no StreamFusion entrypoint stamp; build it with make build or make dist (cmd/entrypoint)", ErrNotEntrypoint)
+	}
+	return nil
+}
+
+// guarded keeps, beyond what want keeps, the files the guard reads.
+func guarded(want Want, c config.Config) Want {
+	ep := strings.TrimPrefix(EntrypointPath, "/")
+	orig := strings.TrimPrefix(path.Clean(c.Original), "/")
+	return func(name string) Keep {
+		switch name {
+		case ep:
+			return Contents
+		case orig:
+			return Presence
+		}
+		return want(name)
+	}
+}
+
+const bakeFix = "bake the image: streamfusion bake --base IMAGE --payload ... (it installs the entrypoint at /docker-entrypoint.sh and keeps Flink's script at " + OriginalPath + ")"
+
+// Guard returns the findings of the guard rules on a flattened image.
+func Guard(fsys fs.FS, cf *v1.ConfigFile, c config.Config) []admission.Finding {
+	var out []admission.Finding
+	ep := strings.TrimPrefix(EntrypointPath, "/")
+	finding := func(rule, found, required string) {
+		out = append(out, admission.Finding{Rule: rule, Severity: admission.Error, Path: EntrypointPath,
+			Message: "the image is not guarded by the StreamFusion entrypoint", Found: found, Required: required, Fix: bakeFix})
+	}
+	switch target, info, err := rootfs.Resolve(fsys, ep); {
+	case err != nil:
+		finding(RuleGuardEntrypoint, "no "+EntrypointPath, "the StreamFusion entrypoint binary at "+EntrypointPath)
+	case !info.Mode().IsRegular():
+		finding(RuleGuardEntrypoint, EntrypointPath+" is not a regular file", "the StreamFusion entrypoint binary at "+EntrypointPath)
+	default:
+		data, err := fs.ReadFile(fsys, target)
+		if err == nil {
+			err = CheckEntrypoint(data)
+		}
+		if err == nil {
+			err = checkMachine(data, cf.Architecture)
+		}
+		if err != nil {
+			finding(RuleGuardEntrypoint, err.Error(), "the StreamFusion entrypoint built for linux/"+cf.Architecture)
+		}
+	}
+	orig := path.Clean(c.Original)
+	if !strings.HasPrefix(orig, "/opt/streamfusion/") {
+		out = append(out, admission.Finding{Rule: RuleGuardOriginal, Severity: admission.Error, Path: orig,
+			Message: "Flink's script is expected under /opt/streamfusion/", Found: "STREAMFUSION_ORIGINAL_ENTRYPOINT=" + orig,
+			Required: "a path under /opt/streamfusion/ (default " + OriginalPath + ")", Fix: bakeFix})
+	} else if _, info, err := rootfs.Resolve(fsys, strings.TrimPrefix(orig, "/")); err != nil || !info.Mode().IsRegular() {
+		out = append(out, admission.Finding{Rule: RuleGuardOriginal, Severity: admission.Error, Path: orig,
+			Message: "the entrypoint would have no Flink script to hand off to", Found: "no file at " + orig,
+			Required: "Flink's docker-entrypoint.sh kept at " + orig, Fix: bakeFix})
+	}
+	argv := append(append([]string(nil), cf.Config.Entrypoint...), cf.Config.Cmd...)
+	if len(argv) == 0 || path.Clean(argv[0]) != EntrypointPath {
+		out = append(out, admission.Finding{Rule: RuleGuardReach, Severity: admission.Error, Path: EntrypointPath,
+			Message: "containers of this image do not start the StreamFusion entrypoint", Found: fmt.Sprintf("ENTRYPOINT %q CMD %q", cf.Config.Entrypoint, cf.Config.Cmd),
+			Required: `ENTRYPOINT ["/docker-entrypoint.sh"]` + ` (CMD ["help"] as Flink's images have it)`, Fix: "restore ENTRYPOINT [\"/docker-entrypoint.sh\"] in the image, or " + bakeFix})
+	}
+	return out
+}
+
+// sources maps the image paths bake writes to what the user named them by
+// (File.Source, such as "--payload ./streamfusion-kafka.jar").
+func sources(libDir string, opt BakeOptions) map[string]string {
+	lib := path.Clean("/" + libDir)
+	m := map[string]string{}
+	for _, p := range opt.Payloads {
+		if p.Source != "" {
+			m[lib+"/"+p.Name] = p.Source
+		}
+	}
+	for _, p := range opt.Usrlib {
+		if p.Source != "" {
+			m[path.Join(path.Dir(lib), "usrlib", p.Name)] = p.Source
+		}
+	}
+	return m
+}

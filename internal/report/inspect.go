@@ -1,0 +1,105 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// Inspected is one JAR as `inspect --json` prints it, in the entrypoint's
+// own command and in the host CLI alike.
+type Inspected struct {
+	Path     string              `json:"path"`
+	Error    string              `json:"error,omitempty"`
+	Identity *admission.Identity `json:"identity,omitempty"`
+	Embedded *admission.Identity `json:"embeddedCore,omitempty"`
+	Entries  int                 `json:"entries"`
+}
+
+// Inspect reads the JAR at name (a name in fsys) and returns what it says.
+// bad is set when the JAR, its embedded core or its identity would fail
+// admission.
+func Inspect(fsys fs.FS, name, shown string) (in Inspected, bad bool) {
+	j := payload.Open(fsys, name, payload.Options{Properties: true})
+	in = Inspected{Path: shown, Entries: j.Entries, Identity: admission.Identify(j)}
+	if j.Err != nil {
+		in.Error = j.Err.Error()
+		bad = true
+	}
+	if j.Nested != nil {
+		in.Embedded = admission.Identify(j.Nested)
+		if j.Nested.Err != nil {
+			in.Error = "embedded core: " + j.Nested.Err.Error()
+			bad = true
+		}
+	}
+	if in.Identity != nil && !in.Identity.Valid() {
+		bad = true
+	}
+	return in, bad
+}
+
+// Text describes the JAR for people.
+func (in Inspected) Text() string {
+	var b strings.Builder
+	b.WriteString(in.Path + ": ")
+	switch {
+	case in.Error != "" && in.Identity == nil:
+		b.WriteString("cannot read: " + in.Error)
+		return b.String()
+	case in.Identity == nil:
+		fmt.Fprintf(&b, "not StreamFusion content (%d entries)", in.Entries)
+		return b.String()
+	}
+	b.WriteString(IdentityLine(in.Identity))
+	if in.Embedded != nil {
+		b.WriteString("\n  embedded core: " + IdentityLine(in.Embedded))
+	}
+	if in.Error != "" {
+		b.WriteString("\n  error: " + in.Error)
+	}
+	return b.String()
+}
+
+// IdentityLine is a payload's identity on one line, with its problems on
+// the lines after.
+func IdentityLine(id *admission.Identity) string {
+	if !id.Marked {
+		return "UNVERSIONED StreamFusion content (" + id.Evidence + ")"
+	}
+	s := fmt.Sprintf("%s %s, artifact %s, Java %d", id.Kind, id, id.Artifact, id.JavaNeeded())
+	if id.BuildID != "" {
+		s += ", build " + id.BuildID
+	}
+	if len(id.Platforms) > 0 {
+		s += ", native " + strings.Join(id.Platforms, " ")
+	}
+	for _, p := range id.Problems {
+		s += "\n  malformed: " + p
+	}
+	for _, p := range id.Incoherent {
+		s += "\n  incoherent: " + p
+	}
+	return s
+}
+
+// Rules writes a rule catalogue, as a table for people or as Markdown.
+func Rules(w io.Writer, markdown bool, rules []admission.Rule) error {
+	var b strings.Builder
+	if markdown {
+		b.WriteString("| rule | severity | what it refuses or warns about |\n|---|---|---|\n")
+	}
+	for _, r := range rules {
+		if markdown {
+			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r.ID, r.Severity, r.Doc)
+		} else {
+			fmt.Fprintf(&b, "%-28s %-8s %s\n", r.ID, r.Severity, r.Doc)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
