@@ -87,7 +87,8 @@ func TestClasspathOrderMatchesFlinkConfigSh(t *testing.T) {
 				byLocale[locale] = want
 				require.Len(t, want, len(realLib(t, version))+len(trickyNames)+1, "every JAR, the link to a directory included, no directory")
 
-				names, err := host.List(os.DirFS("/"), lib)
+				names, unlisted, err := host.List(os.DirFS("/"), lib)
+				require.Empty(t, unlisted)
 				require.NoError(t, err)
 				order, desc := host.OrderFor(os.DirFS("/"), locale)
 				got := host.Classpath(names, order)
