@@ -251,7 +251,10 @@ func TestRefusedRenamedExtensionOfOtherLine(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 	last := lines[len(lines)-1]
-	assert.True(t, strings.HasPrefix(last, "StreamFusion refused to start taskmanager (1 error(s)): "), last)
+	assert.True(t, strings.HasPrefix(last, "StreamFusion refused to start taskmanager: 1 error. "+im.lib("kafka-connector.jar")+": "), last)
+	for _, line := range lines {
+		assert.LessOrEqual(t, strings.Count(line, "line 1.18"), 1, "each fact once: %s", line)
+	}
 	term, err := os.ReadFile(im.termLog)
 	require.NoError(t, err)
 	assert.Equal(t, last, string(term), "the summary is the termination message")
@@ -269,7 +272,9 @@ func TestTerminationMessageIsBoundedAndNeverCreated(t *testing.T) {
 	term, err := os.ReadFile(im.termLog)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(term), 4096)
-	assert.Greater(t, len(term), 3000)
+	assert.True(t, strings.HasSuffix(string(term), "streamfusion check' in the image for the full report."), "said less, not cut: %s", term)
+	assert.Contains(t, string(term), "payload-line: 60 in "+im.lib("{renamed-extension-with-a-rather-long-file-name-00.jar, "))
+	assert.Regexp(t, `, and \d+ more\}\.`, string(term))
 	assert.Contains(t, r.stderr, "renamed-extension-with-a-rather-long-file-name-59.jar", "stderr has every finding")
 
 	missing := filepath.Join(t.TempDir(), "termination-log")
@@ -533,6 +538,19 @@ func TestReadmeCatalogueIsCurrent(t *testing.T) {
 	var out bytes.Buffer
 	require.Equal(t, 0, rules(true, &out))
 	assert.Contains(t, string(readme), out.String(), "README rule catalogue is stale: regenerate it with `bin/entrypoint streamfusion rules --markdown`")
+}
+
+// The README's "What a refused start looks like" is the binary's own
+// output, the image root stripped from its paths.
+func TestReadmeRefusalIsCurrent(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	im := newImage(t, testkit.Good("2.2.1").With(testkit.Placed{Name: "kafka-connector.jar", Payload: testkit.Extension("avro", "1.18", "0.1.0")}))
+	r := im.start(t, nil, "jobmanager")
+	require.Equal(t, 78, r.code)
+	block := "```text\n" + strings.ReplaceAll(r.stderr, im.root, "") + "```\n"
+	assert.True(t, strings.Contains(string(readme), block), "README's refused start is stale: replace its block with\n%s", block)
 }
 
 func TestBinaryIsStaticAndLinksNoNetworkCode(t *testing.T) {

@@ -254,8 +254,10 @@ func Decide(f *Facts) *Decision {
 	return d
 }
 
-// Text renders a finding for people, in one line:
-// "path: message (found X; required Y). Fix: Z".
+// Text renders a finding for people as one sentence that says each fact
+// once, in the habit of ko's policy errors:
+// "PATH: WHAT: found X, required Y; fix: Z". Message is the what: the values
+// belong to Found and Required, the subject to Path.
 func (f Finding) Text() string {
 	var b strings.Builder
 	if f.Path != "" {
@@ -263,6 +265,6 @@ func (f Finding) Text() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(f.Message)
-	fmt.Fprintf(&b, " (found %s; required %s). Fix: %s", f.Found, f.Required, f.Fix)
+	fmt.Fprintf(&b, ": found %s, required %s; fix: %s", f.Found, f.Required, f.Fix)
 	return b.String()
 }

@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,57 +145,66 @@ func Identify(j *payload.JAR) *Identity {
 			p.problem("%s appears more than once", name)
 		}
 	}
-	id.Kind = p.required(AttrPayload)
-	id.Module = p.required(AttrModule)
-	id.Artifact = p.required(AttrArtifact)
-	id.Version = p.required(AttrVersion)
-	id.Line = p.required(AttrLine)
-	id.JavaRelease = p.javaMajor(AttrJavaRelease, true)
-	id.JavaRuntime = p.javaMajor(AttrJavaRuntime, false)
-	id.BuildID = p.optional(AttrBuildID)
-	id.Platforms = p.list(AttrPlatforms)
-	id.EmbeddedCore = p.optional(AttrEmbeddedCore)
-	id.Requires = p.list(AttrRequires)
-	id.Stock = p.list(AttrStock)
-
-	switch id.Kind {
-	case "", KindLoader, KindCore, KindExtension:
-	default:
-		p.problem("%s is %q; expected loader, core or extension", AttrPayload, id.Kind)
+	// Read every attribute, then check the syntax of what was read: the
+	// problems list the missing and unreadable values first.
+	for _, a := range attributes {
+		p.read(a)
 	}
-	if id.Module != "" && !reModule().MatchString(id.Module) {
-		p.problem("%s is %q; expected streamfusion-<name> in lower case", AttrModule, id.Module)
-	}
-	if id.Version != "" {
-		if _, err := version.NewSemver(id.Version); err != nil || !reSemver().MatchString(id.Version) {
-			p.problem("%s is %q; expected a SemVer release such as 0.1.0 or 0.1.0-rc4", AttrVersion, id.Version)
-		}
-	}
-	if id.Line != "" && !reLine().MatchString(id.Line) {
-		p.problem("%s is %q; expected a Flink line such as 2.2 or 1.18", AttrLine, id.Line)
-	}
-	if id.BuildID != "" && !reBuildID().MatchString(id.BuildID) {
-		p.problem("%s is %q; expected letters, digits, '.', '_' or '-'", AttrBuildID, id.BuildID)
-	}
-	for _, pl := range id.Platforms {
-		if !rePlatform().MatchString(pl) {
-			p.problem("%s lists %q; expected os-arch such as linux-x86_64", AttrPlatforms, pl)
-		}
-	}
-	for _, r := range id.Requires {
-		if !reModule().MatchString(r) {
-			p.problem("%s lists %q; expected streamfusion-<name>", AttrRequires, r)
-		}
-	}
-	if id.Artifact != "" {
-		if g, a, ok := strings.Cut(id.Artifact, ":"); !ok || !reCoord().MatchString(g) || !reCoord().MatchString(a) {
-			p.problem("%s is %q; expected groupId:artifactId", AttrArtifact, id.Artifact)
-		}
+	for _, a := range attributes {
+		p.check(a)
 	}
 	if len(id.Problems) == 0 {
 		id.Incoherent = coherence(id)
 	}
 	return id
+}
+
+// attribute is one manifest attribute of the payload contract: the
+// identity field it fills, whether it is required, and the syntax of its
+// value (of each item, for a list), as go-version keeps its operators in a
+// table.
+type attribute struct {
+	name     string
+	required bool
+	// field is where the value goes: a *string, a *[]string (a
+	// space-separated list) or an *int (a Java release number).
+	field    func(*Identity) any
+	valid    func(string) bool // nil: any value
+	expected string            // what valid accepts, for the problem
+}
+
+// attributes is the contract's attribute table, in reading order.
+var attributes = []attribute{
+	{AttrPayload, true, func(id *Identity) any { return &id.Kind }, oneOf(KindLoader, KindCore, KindExtension), "loader, core or extension"},
+	{AttrModule, true, func(id *Identity) any { return &id.Module }, matches(reModule), "streamfusion-<name> in lower case"},
+	{AttrArtifact, true, func(id *Identity) any { return &id.Artifact }, isCoordinate, "groupId:artifactId"},
+	{AttrVersion, true, func(id *Identity) any { return &id.Version }, isSemver, "a SemVer release such as 0.1.0 or 0.1.0-rc4"},
+	{AttrLine, true, func(id *Identity) any { return &id.Line }, matches(reLine), "a Flink line such as 2.2 or 1.18"},
+	{AttrJavaRelease, true, func(id *Identity) any { return &id.JavaRelease }, nil, ""},
+	{AttrJavaRuntime, false, func(id *Identity) any { return &id.JavaRuntime }, nil, ""},
+	{AttrBuildID, false, func(id *Identity) any { return &id.BuildID }, matches(reBuildID), "letters, digits, '.', '_' or '-'"},
+	{AttrPlatforms, false, func(id *Identity) any { return &id.Platforms }, matches(rePlatform), "os-arch such as linux-x86_64"},
+	{AttrEmbeddedCore, false, func(id *Identity) any { return &id.EmbeddedCore }, nil, ""},
+	{AttrRequires, false, func(id *Identity) any { return &id.Requires }, matches(reModule), "streamfusion-<name>"},
+	{AttrStock, false, func(id *Identity) any { return &id.Stock }, nil, ""},
+}
+
+func oneOf(values ...string) func(string) bool {
+	return func(s string) bool { return slices.Contains(values, s) }
+}
+
+func matches(re func() *regexp.Regexp) func(string) bool {
+	return func(s string) bool { return re().MatchString(s) }
+}
+
+func isSemver(s string) bool {
+	_, err := version.NewSemver(s)
+	return err == nil && reSemver().MatchString(s)
+}
+
+func isCoordinate(s string) bool {
+	g, a, ok := strings.Cut(s, ":")
+	return ok && reCoord().MatchString(g) && reCoord().MatchString(a)
 }
 
 // coherence lists how module, artifact, kind and line disagree.
@@ -236,32 +246,47 @@ func (p *parser) problem(format string, args ...any) {
 	p.id.Problems = append(p.id.Problems, fmt.Sprintf(format, args...))
 }
 
-func (p *parser) optional(name string) string {
-	v, _ := p.m.Get(name)
+// read fills a's field from the manifest.
+func (p *parser) read(a attribute) {
+	v, _ := p.m.Get(a.name)
 	if !utf8.ValidString(v) {
-		p.problem("%s is not valid UTF-8", name)
-		return strings.ToValidUTF8(v, "?")
+		p.problem("%s is not valid UTF-8", a.name)
+		v = strings.ToValidUTF8(v, "?")
 	}
-	return v
+	if a.required && v == "" {
+		p.problem("%s is missing", a.name)
+	}
+	switch f := a.field(p.id).(type) {
+	case *string:
+		*f = v
+	case *[]string:
+		*f = strings.Fields(v)
+	case *int:
+		*f = p.javaMajor(a.name, v)
+	}
 }
 
-func (p *parser) required(name string) string {
-	v := p.optional(name)
-	if v == "" {
-		p.problem("%s is missing", name)
+// check reports a value (or list item) that a's syntax does not accept.
+func (p *parser) check(a attribute) {
+	if a.valid == nil {
+		return
 	}
-	return v
+	switch f := a.field(p.id).(type) {
+	case *string:
+		if *f != "" && !a.valid(*f) {
+			p.problem("%s is %q; expected %s", a.name, *f, a.expected)
+		}
+	case *[]string:
+		for _, item := range *f {
+			if !a.valid(item) {
+				p.problem("%s lists %q; expected %s", a.name, item, a.expected)
+			}
+		}
+	}
 }
 
-func (p *parser) list(name string) []string { return strings.Fields(p.optional(name)) }
-
-func (p *parser) javaMajor(name string, required bool) int {
-	var v string
-	if required {
-		v = p.required(name)
-	} else {
-		v = p.optional(name)
-	}
+// javaMajor parses a Java release number; "" is 0.
+func (p *parser) javaMajor(name, v string) int {
 	if v == "" {
 		return 0
 	}

@@ -69,6 +69,21 @@ var Rules = []Rule{
 
 func one(f Finding) []Finding { return []Finding{f} }
 
+// name is a payload's module and release, for the "what" of a message;
+// its line, where it matters, is the finding's Found.
+func name(id *Identity) string {
+	if !id.Marked {
+		return id.String()
+	}
+	return or(id.Module, "?") + " " + or(id.Version, "?")
+}
+
+// coordinates are the Maven coordinates of a module's release on a line,
+// as `streamfusion install` and `bake --payload` take them.
+func coordinates(module, line, version string) string {
+	return Group + ":" + ArtifactID(module, line) + ":" + version
+}
+
 func paths(js []*payload.JAR) string {
 	var ps []string
 	for _, j := range js {
@@ -83,7 +98,7 @@ func plannerMissing(v *view) []Finding {
 	if len(v.planner)+len(v.scala) > 0 {
 		return nil
 	}
-	return one(Finding{Path: v.LibDir, Message: "no Flink planner JAR in lib",
+	return one(Finding{Path: v.LibDir, Message: "the Flink planner is missing",
 		Found:    "no flink-table-planner-loader-*.jar or flink-table-planner_2.1x-*.jar",
 		Required: "exactly one planner JAR of Flink " + MatrixText(),
 		Fix:      "use an unmodified Flink image, which keeps flink-table-planner-loader-<version>.jar in lib"})
@@ -93,7 +108,7 @@ func plannerBoth(v *view) []Finding {
 	if len(v.planner) == 0 || len(v.scala) == 0 {
 		return nil
 	}
-	return one(Finding{Path: v.LibDir, Message: "both Flink planners in lib",
+	return one(Finding{Path: v.LibDir, Message: "both Flink planners are in lib",
 		Found:    paths(append(append([]*payload.JAR(nil), v.planner...), v.scala...)),
 		Required: "either the planner loader or flink-table-planner_2.1x, not both",
 		Fix:      "remove one; to use the Scala planner, move flink-table-planner-loader out of lib, as Flink's docs describe"})
@@ -103,7 +118,7 @@ func plannerSeveral(v *view) []Finding {
 	var out []Finding
 	for _, group := range [][]*payload.JAR{v.planner, v.scala} {
 		if len(group) > 1 {
-			out = append(out, Finding{Path: v.LibDir, Message: fmt.Sprintf("%d planner JARs of the same kind in lib", len(group)),
+			out = append(out, Finding{Path: v.LibDir, Message: "more than one planner JAR of the same kind",
 				Found: paths(group), Required: "exactly one planner JAR",
 				Fix: "keep the one of the image's Flink release and remove the others"})
 		}
@@ -126,16 +141,16 @@ func plannerABI(v *view) []Finding {
 	if p == nil || v.flink == "" || v.release != nil {
 		return nil
 	}
-	return one(Finding{Path: p.Path, Message: "unknown Flink planner ABI: Flink " + v.flink + " is not a release StreamFusion is built for",
+	return one(Finding{Path: p.Path, Message: "unknown Flink planner ABI: StreamFusion is not built for this Flink release",
 		Found: "Flink " + v.flink, Required: "Flink " + MatrixText(),
-		Fix: "build the image FROM a supported Flink release, or install the StreamFusion release built for Flink " + v.flink + " if one exists"})
+		Fix: "build the image FROM a supported Flink release, or install a StreamFusion release built for this one, if there is one"})
 }
 
 func distMissing(v *view) []Finding {
 	if len(v.dists) > 0 {
 		return nil
 	}
-	return one(Finding{Path: v.LibDir, Message: "no flink-dist JAR in lib", Found: "no flink-dist*.jar",
+	return one(Finding{Path: v.LibDir, Message: "flink-dist is missing", Found: "no flink-dist*.jar",
 		Required: "exactly one flink-dist-<version>.jar", Fix: "use an unmodified Flink image; FLINK_LIB_DIR or FLINK_HOME may point at the wrong directory"})
 }
 
@@ -143,7 +158,7 @@ func distDuplicate(v *view) []Finding {
 	if len(v.dists) < 2 {
 		return nil
 	}
-	return one(Finding{Path: v.LibDir, Message: fmt.Sprintf("%d flink-dist JARs in lib", len(v.dists)), Found: paths(v.dists),
+	return one(Finding{Path: v.LibDir, Message: "more than one flink-dist JAR", Found: paths(v.dists),
 		Required: "exactly one flink-dist-<version>.jar", Fix: "remove the flink-dist JARs that do not belong to the image's Flink release"})
 }
 
@@ -180,8 +195,8 @@ func distMixed(v *view) []Finding {
 	if dv == "" || dv == v.flink {
 		return nil
 	}
-	return one(Finding{Path: d.Path, Message: "mixed Flink distribution: flink-dist " + dv + " with planner " + v.flink,
-		Found: "flink-dist " + dv + ", planner " + v.flink + " (" + v.thePlanner.Path + ")", Required: "flink-dist and planner of the same release",
+	return one(Finding{Path: d.Path, Message: "mixed Flink distribution: flink-dist and the planner are of different releases",
+		Found: "flink-dist " + dv + " with planner " + v.flink + " (" + v.thePlanner.Path + ")", Required: "flink-dist and planner of the same release",
 		Fix: "install the flink-dist and planner JARs of one Flink release"})
 }
 
@@ -221,8 +236,8 @@ func jdkUnsupported(v *view) []Finding {
 	if v.java == nil || slices.Contains(SupportedJava, v.java.Major) {
 		return nil
 	}
-	return one(Finding{Path: v.JDK.Source, Message: fmt.Sprintf("unsupported JDK %d", v.java.Major),
-		Found: "Java " + v.java.Raw + via(v.JDK), Required: "Java " + javaList(), Fix: "build the image FROM a Flink image with Java 11 or 17 (the -java17 tags)"})
+	return one(Finding{Path: v.JDK.Source, Message: "unsupported JDK",
+		Found: "Java " + v.java.Raw + via(v.JDK), Required: "Java " + javaList(), Fix: "build the image FROM a Flink image of a supported Java (the -java17 tags)"})
 }
 
 // natives lists every payload with native libraries, embedded cores included.
@@ -250,9 +265,9 @@ func hostPlatform(v *view) []Finding {
 		if len(id.Platforms) == 0 {
 			found = fmt.Sprintf("%d native libraries and no StreamFusion-Native-Platforms", id.NativeCount)
 		}
-		out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s has no native libraries for %s", id, host),
-			Found: found + "; host " + host, Required: host + " in StreamFusion-Native-Platforms",
-			Fix: "run on a platform the payload is built for, or install a StreamFusion build for " + host})
+		out = append(out, Finding{Path: id.Path, Message: name(id) + " has no native libraries for the host platform",
+			Found: found, Required: host + " (the host's) in StreamFusion-Native-Platforms",
+			Fix: "run on a platform the payload is built for, or install a StreamFusion build for this one"})
 	}
 	return out
 }
@@ -263,7 +278,7 @@ func hostLibc(v *view) []Finding {
 	}
 	var out []Finding
 	for _, id := range v.natives() {
-		out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s needs glibc, the host libc is %s", id, v.Platform.Libc),
+		out = append(out, Finding{Path: id.Path, Message: name(id) + "'s native libraries cannot load on the host's libc",
 			Found: v.Platform.Libc + " (" + v.Platform.Evidence + ")", Required: "glibc",
 			Fix: "build the image FROM the official (Debian/Ubuntu based) Flink images, not an Alpine/musl base"})
 	}
@@ -286,7 +301,7 @@ func loaderMissing(v *view) []Finding {
 	if len(v.kind(KindLoader)) > 0 {
 		return nil
 	}
-	return one(Finding{Path: v.LibDir, Message: "no StreamFusion loader in lib", Found: "no JAR with StreamFusion-Payload: loader",
+	return one(Finding{Path: v.LibDir, Message: "the StreamFusion loader is missing", Found: "no JAR with StreamFusion-Payload: loader",
 		Required: "one " + LoaderModule + " JAR", Fix: "install " + Group + ":" + ArtifactID(LoaderModule, or(v.line(), "2.2")) + " into lib"})
 }
 
@@ -299,7 +314,7 @@ func duplicated(ids []*Identity, what, required, fix string) []Finding {
 	if len(ids) < 2 {
 		return nil
 	}
-	return one(Finding{Path: ids[1].Path, Message: fmt.Sprintf("%d %s in lib", len(ids), what), Found: describeAll(ids),
+	return one(Finding{Path: ids[1].Path, Message: what + " are installed more than once", Found: describeAll(ids),
 		Required: required, Fix: fix})
 }
 
@@ -318,10 +333,10 @@ func embeddedMissing(v *view) []Finding {
 	j := v.jar(v.loader.Path)
 	switch {
 	case v.loader.EmbeddedCore == "":
-		return one(Finding{Path: v.loader.Path, Message: "the loader declares no embedded core", Found: "no " + AttrEmbeddedCore + " attribute",
+		return one(Finding{Path: v.loader.Path, Message: "the loader's embedded core is missing", Found: "no " + AttrEmbeddedCore + " attribute",
 			Required: AttrEmbeddedCore + " naming the nested core JAR", Fix: "install an unmodified " + LoaderModule + " JAR"})
 	case j.Nested == nil:
-		return one(Finding{Path: v.loader.Path, Message: "the loader's embedded core is absent", Found: "no entry " + v.loader.EmbeddedCore,
+		return one(Finding{Path: v.loader.Path, Message: "the loader's embedded core is missing", Found: "no entry " + v.loader.EmbeddedCore,
 			Required: "the entry named by " + AttrEmbeddedCore, Fix: "install an unmodified " + LoaderModule + " JAR"})
 	}
 	return nil
@@ -343,35 +358,28 @@ func embeddedMismatch(v *view) []Finding {
 		return nil
 	}
 	l, e := v.loader, v.embedded
-	path := v.jar(v.loader.Path).Nested.Path
-	var diffs []string
+	var found string
 	switch {
 	case e == nil || !e.Marked:
-		diffs = append(diffs, "it carries no StreamFusion-Payload marker")
+		found = "unversioned content, no StreamFusion-Payload marker"
 	case len(e.Problems) > 0:
-		diffs = append(diffs, e.Problems...)
+		found = "a malformed manifest: " + strings.Join(e.Problems, "; ")
 	default:
-		diffs = append(diffs, e.Incoherent...)
+		diffs := append([]string(nil), e.Incoherent...)
 		if e.Kind != KindCore || e.Module != CoreModule {
-			diffs = append(diffs, fmt.Sprintf("it is %s %s, not a %s core", e.Kind, e.Module, CoreModule))
+			diffs = append(diffs, fmt.Sprintf("%s %s, not a %s core", e.Kind, e.Module, CoreModule))
 		}
-		if e.Line != l.Line {
-			diffs = append(diffs, fmt.Sprintf("line %s, loader line %s", e.Line, l.Line))
+		if len(diffs) == 0 && e.Line == l.Line && e.Version == l.Version {
+			return nil
 		}
-		if e.Version != l.Version {
-			diffs = append(diffs, fmt.Sprintf("version %s, loader version %s", e.Version, l.Version))
-		}
-	}
-	if len(diffs) == 0 {
-		return nil
-	}
-	found := "unversioned content"
-	if e != nil && e.Marked {
 		found = e.String()
+		if len(diffs) > 0 {
+			found += ": " + strings.Join(diffs, "; ")
+		}
 	}
-	return one(Finding{Path: path, Message: "the loader's embedded core does not match the loader: " + strings.Join(diffs, "; "),
-		Found: found, Required: "streamfusion-core " + l.Version + " (line " + l.Line + ")",
-		Fix: "the loader JAR is damaged or was repacked: install an unmodified " + LoaderModule + " " + l.Version})
+	return one(Finding{Path: v.jar(v.loader.Path).Nested.Path, Message: "the loader's embedded core does not match the loader",
+		Found: found, Required: fmt.Sprintf("streamfusion-core %s (line %s), the loader's", l.Version, l.Line),
+		Fix: "the loader JAR is damaged or was repacked: install an unmodified " + coordinates(LoaderModule, l.Line, l.Version)})
 }
 
 func coreMissing(v *view) []Finding {
@@ -382,7 +390,7 @@ func coreMissing(v *view) []Finding {
 	if v.loader != nil {
 		want = fmt.Sprintf("%s:%s %s", Group, ArtifactID(CoreModule, v.loader.Line), v.loader.Version)
 	}
-	return one(Finding{Path: v.LibDir, Message: "no StreamFusion runtime core in lib", Found: "no JAR with StreamFusion-Payload: core",
+	return one(Finding{Path: v.LibDir, Message: "the StreamFusion runtime core is missing", Found: "no JAR with StreamFusion-Payload: core",
 		Required: "one " + CoreModule + " JAR", Fix: "install " + want + " into lib"})
 }
 
@@ -395,9 +403,9 @@ func coreMismatch(v *view) []Finding {
 	if c == nil || l == nil || (c.Line == l.Line && c.Version == l.Version) {
 		return nil
 	}
-	return one(Finding{Path: c.Path, Message: fmt.Sprintf("the runtime core is %s, the loader (%s) is %s", c, l.Path, l),
-		Found: c.String(), Required: fmt.Sprintf("streamfusion-core %s (line %s)", l.Version, l.Line),
-		Fix: fmt.Sprintf("install %s:%s %s in place of %s", Group, ArtifactID(CoreModule, l.Line), l.Version, c.Path)})
+	return one(Finding{Path: c.Path, Message: "the runtime core does not match the loader at " + l.Path,
+		Found: c.String(), Required: fmt.Sprintf("streamfusion-core %s (line %s), the loader's", l.Version, l.Line),
+		Fix: "install " + coordinates(CoreModule, l.Line, l.Version) + " in its place"})
 }
 
 func coreBuild(v *view) []Finding {
@@ -406,7 +414,7 @@ func coreBuild(v *view) []Finding {
 		return nil
 	}
 	return one(Finding{Path: c.Path, Message: "the runtime core and the loader's embedded core come from different builds",
-		Found: "Build-Id " + c.BuildID + " (embedded core: " + e.BuildID + ")", Required: "Build-Id " + e.BuildID,
+		Found: "Build-Id " + c.BuildID, Required: "Build-Id " + e.BuildID + ", the embedded core's",
 		Fix: "install the runtime core and the loader from the same StreamFusion build"})
 }
 
@@ -416,8 +424,8 @@ func payloadUnversioned(v *view) []Finding {
 	var out []Finding
 	for _, id := range v.ids {
 		if !id.Marked {
-			out = append(out, Finding{Path: id.Path, Message: "unversioned StreamFusion content: no StreamFusion-Payload marker",
-				Found: "content " + id.Evidence + " without a marker", Required: "a payload manifest (StreamFusion-Payload and the identity attributes)",
+			out = append(out, Finding{Path: id.Path, Message: "unversioned StreamFusion content",
+				Found: id.Evidence + " and no StreamFusion-Payload marker", Required: "a payload manifest (StreamFusion-Payload and the identity attributes)",
 				Fix: "install the released StreamFusion JAR, or remove this JAR (a repackaged or shaded copy)"})
 		}
 	}
@@ -428,7 +436,7 @@ func payloadMalformed(v *view) []Finding {
 	var out []Finding
 	for _, id := range v.ids {
 		if id.Marked && len(id.Problems) > 0 {
-			out = append(out, Finding{Path: id.Path, Message: "malformed StreamFusion manifest: " + strings.Join(id.Problems, "; "),
+			out = append(out, Finding{Path: id.Path, Message: "malformed StreamFusion manifest",
 				Found: strings.Join(id.Problems, "; "), Required: "the attributes of the payload contract",
 				Fix: "install the released StreamFusion JAR; its manifest was damaged or hand-written"})
 		}
@@ -441,7 +449,7 @@ func payloadIdentity(v *view) []Finding {
 	for _, id := range v.ids {
 		if len(id.Incoherent) > 0 {
 			out = append(out, Finding{Path: id.Path, Message: "incoherent identity: " + strings.Join(id.Incoherent, "; "),
-				Found:    fmt.Sprintf("%s %s, artifact %s, line %s", id.Kind, id.Module, id.Artifact, id.Line),
+				Found:    fmt.Sprintf("%s %s, line %s", id.Kind, id.Module, id.Line),
 				Required: fmt.Sprintf("artifact %s:%s", Group, ArtifactID(id.Module, id.Line)),
 				Fix:      "install the released StreamFusion JAR for this line"})
 		}
@@ -457,9 +465,9 @@ func payloadLine(v *view) []Finding {
 	var out []Finding
 	for _, id := range v.ids {
 		if id.Valid() && id.Line != line {
-			out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s is built for Flink line %s, the host is %s", id, id.Line, v.hostText()),
-				Found: "line " + id.Line + " (" + id.Artifact + ")", Required: "line " + line,
-				Fix: fmt.Sprintf("install %s:%s %s built for line %s, or remove %s", Group, ArtifactID(id.Module, line), id.Version, line, id.Path)})
+			out = append(out, Finding{Path: id.Path, Message: name(id) + " is built for another Flink line",
+				Found: "line " + id.Line + ", artifact " + id.Artifact, Required: "line " + line + " (the host runs " + "Flink " + v.flink + ")",
+				Fix: "install " + coordinates(id.Module, line, id.Version) + " in its place, or remove it"})
 		}
 	}
 	return out
@@ -472,9 +480,9 @@ func payloadVersion(v *view) []Finding {
 	var out []Finding
 	for _, id := range v.ids {
 		if id.Valid() && id.Kind == KindExtension && id.Version != v.loader.Version {
-			out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s does not match the loader's release %s (%s)", id, v.loader.Version, v.loader.Path),
+			out = append(out, Finding{Path: id.Path, Message: id.Module + " is of another release than the loader at " + v.loader.Path,
 				Found: "version " + id.Version, Required: "version " + v.loader.Version,
-				Fix: fmt.Sprintf("install %s:%s %s, the loader's release", Group, ArtifactID(id.Module, id.Line), v.loader.Version)})
+				Fix: "install " + coordinates(id.Module, id.Line, v.loader.Version) + " in its place"})
 		}
 	}
 	return out
@@ -491,9 +499,9 @@ func payloadJDK(v *view) []Finding {
 	var out []Finding
 	for _, id := range ids {
 		if need := id.JavaNeeded(); id.Valid() && need > v.java.Major {
-			out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s needs Java %d, the host JDK is %s", id, need, v.java.Raw),
+			out = append(out, Finding{Path: id.Path, Message: name(id) + " needs a newer JDK than the host's",
 				Found: "Java " + v.java.Raw + " (" + v.JDK.Source + ")", Required: "Java " + strconv.Itoa(need) + " or newer",
-				Fix: fmt.Sprintf("build the image FROM a Flink image with Java %d (for example the -java17 tags)", need)})
+				Fix: "build the image FROM a Flink image with that Java (for example the -java17 tags)"})
 		}
 	}
 	return out
@@ -513,8 +521,8 @@ func payloadDuplicate(v *view) []Finding {
 	var out []Finding
 	for _, m := range order {
 		if ids := seen[m]; len(ids) > 1 {
-			out = append(out, Finding{Path: ids[1].Path, Message: fmt.Sprintf("module %s is installed %d times; the first on the classpath (%s) wins", m, len(ids), ids[0].Path),
-				Found: describeAll(ids), Required: "each module once", Fix: "remove all but one copy of " + m})
+			out = append(out, Finding{Path: ids[1].Path, Message: "module " + m + " is installed more than once; the first on the classpath wins",
+				Found: describeAll(ids), Required: "each module once", Fix: "remove all but one copy"})
 		}
 	}
 	return out
@@ -557,8 +565,8 @@ func layoutPaimon(v *view) []Finding {
 	if sf < 0 || stock < 0 || sf < stock {
 		return nil
 	}
-	return one(Finding{Path: v.Classpath[sf].Path, Message: "streamfusion-paimon comes after the stock Paimon JAR on the classpath, so Paimon never uses it",
-		Found:    fmt.Sprintf("%s at position %d after %s at position %d", v.Classpath[sf].Path, sf+1, v.Classpath[stock].Path, stock+1),
+	return one(Finding{Path: v.Classpath[sf].Path, Message: "streamfusion-paimon comes too late on the classpath, so Paimon never uses it",
+		Found:    fmt.Sprintf("position %d, after %s at position %d", sf+1, v.Classpath[stock].Path, stock+1),
 		Required: "streamfusion-paimon before every paimon-flink-* JAR",
 		Fix:      "rename the StreamFusion JAR so it sorts first (the classpath is sorted by file name), for example " + path.Join(path.Dir(v.Classpath[sf].Path), "00-streamfusion-paimon.jar")})
 }
@@ -567,13 +575,13 @@ func layoutUnreadable(v *view) []Finding {
 	var out []Finding
 	for _, u := range v.Unlisted {
 		out = append(out, Finding{Path: u.Path, Message: "cannot list this directory, so JARs in it may be missing from the check", Found: u.Err.Error(),
-			Required: "every directory below lib readable by the container's user", Fix: "make " + u.Path + " readable (chmod a+rx), or remove it"})
+			Required: "every directory below lib readable by the container's user", Fix: "make it readable (chmod a+rx), or remove it"})
 	}
 	for _, group := range [][]*payload.JAR{v.Classpath, v.Usrlib, v.Plugins} {
 		for _, j := range group {
 			if j.Err != nil {
 				out = append(out, Finding{Path: j.Path, Message: "cannot read this JAR", Found: j.Err.Error(),
-					Required: "a regular file holding a readable ZIP archive", Fix: "replace or remove " + j.Path})
+					Required: "a regular file holding a readable ZIP archive", Fix: "replace or remove it"})
 			}
 		}
 	}
@@ -586,7 +594,7 @@ func lineExperimental(v *view) []Finding {
 	if v.release == nil || v.release.Support != Experimental {
 		return nil
 	}
-	return one(Finding{Path: v.thePlanner.Path, Message: "Flink " + v.flink + " is an experimental StreamFusion line",
+	return one(Finding{Path: v.thePlanner.Path, Message: "the host's Flink line is experimental for StreamFusion",
 		Found: v.hostText(), Required: "a supported line for production", Fix: "move to Flink 2.2 when you can; STREAMFUSION_STRICT=true refuses experimental lines"})
 }
 
@@ -606,8 +614,8 @@ func requiresMissing(v *view) []Finding {
 	for _, id := range v.ids {
 		for _, r := range id.Requires {
 			if id.Valid() && !have[r] {
-				out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s requires %s, which is not installed; those operators fall back to stock Flink", id, r),
-					Found: "no " + r + " in lib", Required: r + " " + id.Version, Fix: fmt.Sprintf("install %s:%s %s", Group, ArtifactID(r, id.Line), id.Version)})
+				out = append(out, Finding{Path: id.Path, Message: name(id) + " requires a module that is not installed; its operators fall back to stock Flink",
+					Found: "no " + r + " in lib", Required: r + " " + id.Version, Fix: "install " + coordinates(r, id.Line, id.Version)})
 			}
 		}
 	}
@@ -623,7 +631,7 @@ func stockMissing(v *view) []Finding {
 				found = found || strings.HasPrefix(path.Base(j.Path), prefix)
 			}
 			if id.Valid() && !found {
-				out = append(out, Finding{Path: id.Path, Message: fmt.Sprintf("%s needs the stock %s JAR, which is not in lib", id, prefix),
+				out = append(out, Finding{Path: id.Path, Message: name(id) + " needs a stock Flink JAR that is not in lib",
 					Found: "no " + prefix + "*.jar", Required: prefix + "*.jar in lib", Fix: "install the Flink " + prefix + " JAR for the host's Flink release into lib"})
 			}
 		}
@@ -635,8 +643,8 @@ func pluginsPayload(v *view) []Finding {
 	var out []Finding
 	for _, j := range v.Plugins {
 		if id := Identify(j); id != nil {
-			out = append(out, Finding{Path: j.Path, Message: "StreamFusion payload in plugins/; plugins load in isolation and never accelerate",
-				Found: id.String() + " in plugins/", Required: "StreamFusion payloads in lib", Fix: "move " + path.Base(j.Path) + " into lib, or remove it"})
+			out = append(out, Finding{Path: j.Path, Message: "a StreamFusion payload in plugins/ loads in isolation and never accelerates",
+				Found: id.String(), Required: "StreamFusion payloads in lib", Fix: "move it into lib, or remove it"})
 		}
 	}
 	return out

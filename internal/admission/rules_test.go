@@ -295,13 +295,20 @@ func TestEveryRuleRefusesAndAdmits(t *testing.T) {
 func TestGoodHostsAdmitWithoutFindings(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"2.2.0", "2.2.1"} {
-		d := decide(t, testkit.Good(v).MapFS(), defaults)
-		assert.Empty(t, d.Findings, v)
-		assert.Equal(t, "2.2", d.Line)
-		assert.Equal(t, admission.Supported, d.Support)
-		assert.Equal(t, v, d.Flink)
-		assert.Len(t, d.Payloads, 4)
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			d := decide(t, testkit.Good(v).MapFS(), defaults)
+			assert.Empty(t, d.Findings)
+			assert.Equal(t, "2.2", d.Line)
+			assert.Equal(t, admission.Supported, d.Support)
+			assert.Equal(t, v, d.Flink)
+			assert.Len(t, d.Payloads, 4)
+		})
 	}
+}
+
+func TestExperimentalLineAdmitsWithAWarning(t *testing.T) {
+	t.Parallel()
 	d := decide(t, testkit.Good("1.18.1").MapFS(), defaults)
 	assert.True(t, d.Admitted())
 	assert.Equal(t, []string{"line-experimental"}, rules(d.Findings))
@@ -358,7 +365,9 @@ func TestRulesHaveUniqueIDsAndDocs(t *testing.T) {
 	for _, r := range admission.Catalogue() {
 		assert.False(t, seen[r.ID], "duplicate %s", r.ID)
 		seen[r.ID] = true
-		assert.NotEmpty(t, r.Doc)
-		assert.True(t, strings.HasSuffix(r.Doc, "."), r.ID)
+		t.Run(r.ID, func(t *testing.T) {
+			assert.NotEmpty(t, r.Doc)
+			assert.True(t, strings.HasSuffix(r.Doc, "."))
+		})
 	}
 }

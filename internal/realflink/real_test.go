@@ -176,7 +176,7 @@ func TestOtherReleasesRefusedAsUnknownABI(t *testing.T) {
 			d := decide(t, layout{flink: v, planner: []string{"loader"}, sf: testkit.StreamFusion("2.2", "0.1.0")}.build(t))
 			require.False(t, d.Admitted())
 			assert.Equal(t, []string{"host-planner-abi"}, ruleIDs(d.Errors()), "flink-dist agrees with the planner; only the ABI is unknown")
-			assert.Contains(t, d.Errors()[0].Message, "Flink "+v)
+			assert.Contains(t, d.Errors()[0].Text(), "Flink "+v)
 		})
 	}
 }
@@ -198,7 +198,7 @@ func TestMixedRealDistribution(t *testing.T) {
 		t.Run("dist "+c.dist+" planner "+c.planner, func(t *testing.T) {
 			d := decide(t, layout{flink: c.planner, planner: []string{"loader"}, dist: c.dist, sf: testkit.StreamFusion(sfLine(c.planner), "0.1.0")}.build(t))
 			require.Equal(t, []string{"host-dist-mixed"}, ruleIDs(d.Errors()))
-			assert.Contains(t, d.Errors()[0].Message, "flink-dist "+c.dist+" with planner "+c.planner)
+			assert.Contains(t, d.Errors()[0].Text(), "flink-dist "+c.dist+" with planner "+c.planner)
 		})
 	}
 }

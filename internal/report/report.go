@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -79,36 +81,238 @@ func Admitted(role string, d *admission.Decision) string {
 	return s
 }
 
-// Summary is the plain line that ends a refusal, at most MaxTermination
-// bytes: every error with its path, message and fix, then where to read
-// more. It is what `kubectl describe pod` shows.
+// MaxStatus is the part of a termination message the Flink Kubernetes
+// Operator copies into the FlinkDeployment's status.error: the summary
+// names every refused JAR within it.
+const MaxStatus = 2048
+
+// Summary is the plain line that ends a refusal and is Kubernetes'
+// termination message: every error in one sentence each, then where to
+// read more. It stays within MaxTermination bytes, and names every refused
+// path within the first MaxStatus bytes, by saying less, never by cutting
+// text: the first of these forms that fits is used.
+//
+//  1. each error in full: "PATH: WHAT: found X, required Y; fix: Z."
+//  2. without found and required: "PATH: WHAT; fix: Z."
+//  3. only the subject and what: "PATH: WHAT."
+//  4. the paths by rule: "RULE: PATH, PATH."
+//  5. the paths by rule and directory: "RULE: DIR/{NAME, NAME}."
+//  6. counts by rule and directory, naming the files that fit in
+//     MaxStatus: "RULE: 60 in DIR/{NAME, NAME, and 52 more}."
 func Summary(role string, d *admission.Decision) string {
 	errs := d.Errors()
-	var b strings.Builder
-	fmt.Fprintf(&b, "StreamFusion refused to start %s (%d error(s)): ", role, len(errs))
-	for i, f := range errs {
-		if i > 0 {
-			b.WriteString("; ")
+	head := fmt.Sprintf("StreamFusion refused to start %s: %s.", role, count(len(errs), "error"))
+	const tail = "Run '/docker-entrypoint.sh streamfusion check' in the image for the full report."
+	forms := []func([]admission.Finding) []string{full, withFix, what, byRule, byDir}
+	for _, form := range forms {
+		s := strings.Join(append(append([]string{head}, form(errs)...), tail), " ")
+		if len(s) <= MaxTermination && namesAll(s, errs) {
+			return s
 		}
-		if f.Path != "" {
-			b.WriteString(f.Path + ": ")
-		}
-		b.WriteString(f.Message)
-		b.WriteString(" (fix: " + f.Fix + ")")
 	}
-	b.WriteString(". Run '/docker-entrypoint.sh streamfusion check' in the image for the full report.")
-	return Clip(b.String(), MaxTermination)
+	budget := MaxStatus - len(head) - 1
+	return Clip(strings.Join(append(append([]string{head}, counted(errs, budget)...), tail), " "), MaxTermination)
 }
 
-// Clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// sentence ends s with a full stop.
+func sentence(s string) string {
+	if strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
+}
+
+func subject(f admission.Finding) string {
+	if f.Path == "" {
+		return ""
+	}
+	return f.Path + ": "
+}
+
+func full(errs []admission.Finding) []string {
+	var out []string
+	for _, f := range errs {
+		out = append(out, sentence(f.Text()))
+	}
+	return out
+}
+
+func withFix(errs []admission.Finding) []string {
+	var out []string
+	for _, f := range errs {
+		out = append(out, sentence(subject(f)+f.Message+"; fix: "+f.Fix))
+	}
+	return out
+}
+
+func what(errs []admission.Finding) []string {
+	var out []string
+	for _, f := range errs {
+		out = append(out, sentence(subject(f)+f.Message))
+	}
+	return out
+}
+
+// group is one rule's paths, in the order of the findings.
+type group struct {
+	rule  string
+	paths []string
+}
+
+func groups(errs []admission.Finding) []group {
+	var out []group
+	at := map[string]int{}
+	for _, f := range errs {
+		i, ok := at[f.Rule]
+		if !ok {
+			i = len(out)
+			at[f.Rule] = i
+			out = append(out, group{rule: f.Rule})
+		}
+		if f.Path != "" {
+			out[i].paths = append(out[i].paths, f.Path)
+		}
+	}
+	return out
+}
+
+func byRule(errs []admission.Finding) []string {
+	var out []string
+	for _, g := range groups(errs) {
+		if len(g.paths) == 0 {
+			out = append(out, g.rule+".")
+			continue
+		}
+		out = append(out, g.rule+": "+strings.Join(g.paths, ", ")+".")
+	}
+	return out
+}
+
+// dirs splits paths by directory, in the order of first appearance.
+func dirs(paths []string) (order []string, names map[string][]string) {
+	names = map[string][]string{}
+	for _, p := range paths {
+		dir, name := path.Split(p)
+		if names[dir] == nil {
+			order = append(order, dir)
+		}
+		names[dir] = append(names[dir], name)
+	}
+	return order, names
+}
+
+func byDir(errs []admission.Finding) []string {
+	var out []string
+	for _, g := range groups(errs) {
+		order, names := dirs(g.paths)
+		var parts []string
+		for _, dir := range order {
+			if len(names[dir]) == 1 {
+				parts = append(parts, dir+names[dir][0])
+			} else {
+				parts = append(parts, dir+"{"+strings.Join(names[dir], ", ")+"}")
+			}
+		}
+		out = append(out, sentence(g.rule+cond(len(parts) > 0, ": ", "")+strings.Join(parts, ", ")))
+	}
+	return out
+}
+
+// counted is the last resort: counts by rule and directory, with as many
+// file names as fit in budget bytes.
+func counted(errs []admission.Finding, budget int) []string {
+	var out []string
+	used := 0
+	for _, g := range groups(errs) {
+		order, names := dirs(g.paths)
+		var parts []string
+		for _, dir := range order {
+			var shown []string
+			for _, n := range names[dir] {
+				if used+len(n)+2 > budget-len(dir)-len(g.rule)-32 {
+					break
+				}
+				used += len(n) + 2
+				shown = append(shown, n)
+			}
+			if rest := len(names[dir]) - len(shown); rest > 0 {
+				shown = append(shown, fmt.Sprintf("and %d more", rest))
+			}
+			parts = append(parts, fmt.Sprintf("%d in %s{%s}", len(names[dir]), dir, strings.Join(shown, ", ")))
+			used += len(dir) + 16
+		}
+		used += len(g.rule) + 4
+		out = append(out, sentence(g.rule+cond(len(parts) > 0, ": ", "")+strings.Join(parts, ", ")))
+	}
+	return out
+}
+
+func cond(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return no
+}
+
+// namesAll reports whether the first MaxStatus bytes of s name every
+// error's path, in full or as DIR/{..., NAME, ...}.
+func namesAll(s string, errs []admission.Finding) bool {
+	status := s[:min(len(s), MaxStatus)]
+	for _, f := range errs {
+		if f.Path != "" && !Names(status, f.Path) {
+			return false
+		}
+	}
+	return true
+}
+
+// Names reports whether text names path, in full or inside a
+// DIR/{NAME, NAME} group of its directory.
+func Names(text, p string) bool {
+	if strings.Contains(text, p) {
+		return true
+	}
+	dir, name := path.Split(p)
+	for rest := text; ; {
+		i := strings.Index(rest, dir+"{")
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(dir)+1:]
+		end := strings.IndexByte(rest, '}')
+		if end < 0 {
+			return false
+		}
+		if slices.Contains(strings.Split(rest[:end], ", "), name) {
+			return true
+		}
+	}
+}
+
+// Clip cuts s to at most n bytes at a word boundary, marking the cut. The
+// summary never needs it; it guards messages of unbounded input (the files
+// a late admission was reading).
 func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	const more = " [...]"
 	cut := n - len(more)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
+	for cut > 0 && s[cut] != ' ' {
 		cut--
+	}
+	if cut == 0 { // one long word: cut on a rune boundary
+		cut = n - len(more)
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
 	}
 	return s[:cut] + more
 }
