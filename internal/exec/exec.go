@@ -9,7 +9,6 @@ package exec
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -47,13 +46,12 @@ func Handoff(path string, argv, env []string, handled ...os.Signal) error {
 	return classify(path, err)
 }
 
+// classify maps an exec error to a shell's status: 127 when there is no
+// such file, 126 for every other reason it cannot run (permission, format,
+// a directory, ...).
 func classify(path string, err error) error {
-	switch {
-	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTDIR):
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
 		return &Error{Code: NotFound, Path: path, Err: err}
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EPERM),
-		errors.Is(err, syscall.EISDIR), errors.Is(err, fs.ErrPermission):
-		return &Error{Code: NotExecutable, Path: path, Err: err}
 	}
 	return &Error{Code: NotExecutable, Path: path, Err: err}
 }
