@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"strings"
@@ -205,7 +206,7 @@ func (v *view) line() string {
 
 func (v *view) hostText() string {
 	if v.release == nil {
-		return "Flink " + or(v.flink, "(unknown)")
+		return "Flink " + cmp.Or(v.flink, "(unknown)")
 	}
 	return fmt.Sprintf("Flink %s (line %s)", v.flink, v.release.Line)
 }

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -100,14 +101,7 @@ func (id *Identity) String() string {
 	if !id.Marked {
 		return "unversioned StreamFusion content"
 	}
-	return fmt.Sprintf("%s %s (line %s)", or(id.Module, "?"), or(id.Version, "?"), or(id.Line, "?"))
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
+	return fmt.Sprintf("%s %s (line %s)", cmp.Or(id.Module, "?"), cmp.Or(id.Version, "?"), cmp.Or(id.Line, "?"))
 }
 
 // Identify returns the identity of j, or nil when j is not StreamFusion

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"slices"
@@ -75,7 +76,7 @@ func name(id *Identity) string {
 	if !id.Marked {
 		return id.String()
 	}
-	return or(id.Module, "?") + " " + or(id.Version, "?")
+	return cmp.Or(id.Module, "?") + " " + cmp.Or(id.Version, "?")
 }
 
 // coordinates are the Maven coordinates of a module's release on a line,
@@ -302,7 +303,7 @@ func loaderMissing(v *view) []Finding {
 		return nil
 	}
 	return one(Finding{Path: v.LibDir, Message: "the StreamFusion loader is missing", Found: "no JAR with StreamFusion-Payload: loader",
-		Required: "one " + LoaderModule + " JAR", Fix: "install " + Group + ":" + ArtifactID(LoaderModule, or(v.line(), "2.2")) + " into lib"})
+		Required: "one " + LoaderModule + " JAR", Fix: "install " + Group + ":" + ArtifactID(LoaderModule, cmp.Or(v.line(), "2.2")) + " into lib"})
 }
 
 func loaderDuplicate(v *view) []Finding {

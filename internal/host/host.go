@@ -14,6 +14,7 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -342,7 +343,7 @@ func NormalizeArch(arch string) string {
 }
 
 func platform(fsys fs.FS, goos, arch string) admission.Platform {
-	p := admission.Platform{OS: or(goos, "linux"), Arch: NormalizeArch(arch)}
+	p := admission.Platform{OS: cmp.Or(goos, "linux"), Arch: NormalizeArch(arch)}
 	if loader, ok := glibcLoaders[p.Arch]; ok && exists(fsys, loader) {
 		p.Libc, p.Evidence = "glibc", loader
 		return p
@@ -362,11 +363,4 @@ func platform(fsys fs.FS, goos, arch string) admission.Platform {
 func exists(fsys fs.FS, name string) bool {
 	_, _, err := rootfs.Resolve(fsys, rel(name))
 	return err == nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

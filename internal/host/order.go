@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"io/fs"
 	"slices"
 	"strings"
@@ -23,7 +24,7 @@ func OrderFor(fsys fs.FS, locale string) (Order, string) {
 	lang, codeset, _ := strings.Cut(name, ".")
 	switch lang {
 	case "", "C", "POSIX":
-		return ByteOrder, "byte order (" + or(locale, "no locale") + ")"
+		return ByteOrder, "byte order (" + cmp.Or(locale, "no locale") + ")"
 	}
 	if fsys != nil && !installed(fsys, lang, codeset) {
 		return ByteOrder, "byte order (" + locale + " is not installed in the image)"

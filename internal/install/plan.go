@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -176,19 +177,12 @@ func Decide(ctx context.Context, fsys fs.FS, s host.Settings, line string, paylo
 	p.Decision = admission.Decide(p.Facts)
 	if line != "" && p.Decision.Line != line {
 		extra = append([]admission.Finding{{Rule: RuleLine, Severity: admission.Error, Path: p.LibDir,
-			Message: "the distribution is not of the Flink line asked for", Found: "line " + or(p.Decision.Line, "unknown") + " (Flink " + or(p.Decision.Flink, "unknown") + ")",
-			Required: "line " + line, Fix: "install into a Flink " + line + " distribution, or ask for --flink-line " + or(p.Decision.Line, "of the distribution")}}, extra...)
+			Message: "the distribution is not of the Flink line asked for", Found: "line " + cmp.Or(p.Decision.Line, "unknown") + " (Flink " + cmp.Or(p.Decision.Flink, "unknown") + ")",
+			Required: "line " + line, Fix: "install into a Flink " + line + " distribution, or ask for --flink-line " + cmp.Or(p.Decision.Line, "of the distribution")}}, extra...)
 	}
 	p.Decision.Findings = append(extra, p.Decision.Findings...)
 	if !p.Decision.Admitted() {
 		return p, &Refused{Plan: p}
 	}
 	return p, nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

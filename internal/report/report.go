@@ -5,6 +5,7 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -387,8 +388,8 @@ func (r Report) Text(w io.Writer) error {
 		verdict = "REFUSED"
 	}
 	fmt.Fprintf(&b, "StreamFusion admission: %s\n", verdict)
-	fmt.Fprintf(&b, "  Flink     %s (line %s, %s)\n", or(r.Flink, "unknown"), or(r.Line, "unknown"), or(string(r.Support), "not supported"))
-	fmt.Fprintf(&b, "  Java      %s\n", or(r.JDK, "unknown"))
+	fmt.Fprintf(&b, "  Flink     %s (line %s, %s)\n", cmp.Or(r.Flink, "unknown"), cmp.Or(r.Line, "unknown"), cmp.Or(string(r.Support), "not supported"))
+	fmt.Fprintf(&b, "  Java      %s\n", cmp.Or(r.JDK, "unknown"))
 	if r.JDKFrom != "" {
 		fmt.Fprintf(&b, "            from %s\n", r.JDKFrom)
 	}
@@ -397,7 +398,7 @@ func (r Report) Text(w io.Writer) error {
 	if len(r.Payloads) > 0 {
 		b.WriteString("payloads, in classpath order:\n")
 		for _, id := range r.Payloads {
-			fmt.Fprintf(&b, "  %-9s %s  %s\n", or(id.Kind, "?"), id, id.Path)
+			fmt.Fprintf(&b, "  %-9s %s  %s\n", cmp.Or(id.Kind, "?"), id, id.Path)
 		}
 	}
 	if len(r.Findings) == 0 {
@@ -408,11 +409,4 @@ func (r Report) Text(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

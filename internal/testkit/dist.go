@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
 	"os"
@@ -102,7 +103,7 @@ func (d Dist) Replace(module string, p Payload) Dist {
 // Tree returns every file of the root, by path below it.
 func (d Dist) Tree() map[string][]byte {
 	v := d.Flink
-	scala := or(d.Scala, "2.12")
+	scala := cmp.Or(d.Scala, "2.12")
 	log4j := "2.24.3"
 	if strings.HasPrefix(v, "1.") {
 		log4j = "2.17.1"
@@ -115,7 +116,7 @@ func (d Dist) Tree() map[string][]byte {
 				"git.commit.id.abbrev=0a1b2c3\ngit.commit.time=2025-11-20T10:00:00+0000\nproject.version=%s\nscala.binary.version=%s\n", v, scala))},
 			Entry{Name: "org/apache/flink/runtime/entrypoint/ClusterEntrypoint.class", Data: classBytes("flink-dist")}))
 	}
-	planner := or(d.Planner, "loader")
+	planner := cmp.Or(d.Planner, "loader")
 	if planner == "loader" || planner == "both" {
 		nested := JAR(flinkManifest("flink-table-planner", v),
 			Entry{Name: "org/apache/flink/table/planner/delegation/PlannerBase.class", Data: classBytes("planner")})
@@ -142,7 +143,7 @@ func (d Dist) Tree() map[string][]byte {
 	for _, p := range d.Payloads {
 		lib(p.Name, p.Payload.Bytes())
 	}
-	t[JavaHome+"/release"] = []byte(fmt.Sprintf("IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"%s\"\nJAVA_VERSION_DATE=\"2025-04-15\"\n", or(d.JDK, "17.0.15")))
+	t[JavaHome+"/release"] = []byte(fmt.Sprintf("IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"%s\"\nJAVA_VERSION_DATE=\"2025-04-15\"\n", cmp.Or(d.JDK, "17.0.15")))
 	t[JavaHome+"/bin/java"] = []byte("#!/bin/sh\necho 'test double of java' >&2\nexit 1\n")
 	t[GlibcLD] = []byte("\x7fELF test double of the glibc loader\n")
 	t[FlinkHome+"/conf/config.yaml"] = []byte("jobmanager.rpc.address: localhost\n")

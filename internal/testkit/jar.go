@@ -11,6 +11,7 @@ package testkit
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"fmt"
 	"hash/crc32"
 	"sort"
@@ -169,10 +170,10 @@ func (p Payload) Manifest() string {
 		{"StreamFusion-Artifact", p.artifact()},
 		{"StreamFusion-Version", p.Version},
 		{"StreamFusion-Flink-Line", p.Line},
-		{"StreamFusion-Java-Release", or(p.JavaRelease, "11")},
+		{"StreamFusion-Java-Release", cmp.Or(p.JavaRelease, "11")},
 		{"StreamFusion-Java-Runtime", p.JavaRuntime},
 		{"StreamFusion-Build-Id", p.BuildID},
-		{"StreamFusion-Native-Platforms", or(p.Platforms, strings.Join(p.Native, " "))},
+		{"StreamFusion-Native-Platforms", cmp.Or(p.Platforms, strings.Join(p.Native, " "))},
 		{"StreamFusion-Requires", p.Requires},
 		{"StreamFusion-Stock-Requires", p.Stock},
 	}
@@ -217,14 +218,7 @@ func (p Payload) artifact() string {
 	return "tech.streamfusion:" + ArtifactID(p.Module, p.Line)
 }
 
-func (p Payload) embedPath() string { return or(p.EmbedPath, DefaultEmbedPath) }
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
+func (p Payload) embedPath() string { return cmp.Or(p.EmbedPath, DefaultEmbedPath) }
 
 // Bytes returns the payload JAR.
 func (p Payload) Bytes() []byte {
