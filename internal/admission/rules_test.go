@@ -371,3 +371,23 @@ func TestRulesHaveUniqueIDsAndDocs(t *testing.T) {
 		})
 	}
 }
+
+// The verdict on a loader does not depend on whether its core is stored
+// or deflated: a core with native libraries for another platform and no
+// StreamFusion-Native-Platforms (the rules cannot see a deflated core's
+// entries, so they do not look at a stored one's either).
+func TestEmbeddedCoreVerdictIgnoresPacking(t *testing.T) {
+	t.Parallel()
+	var decisions []*admission.Decision
+	for _, stored := range []bool{true, false} {
+		loader := testkit.Loader("2.2", "0.1.0")
+		core := *loader.Embedded
+		core.Native, core.Platforms = nil, ""
+		core.Entries = []testkit.Entry{{Name: "META-INF/native/linux-aarch64/libstreamfusion_core.so", Data: []byte("\x7fELF")}}
+		loader.Embedded, loader.EmbedStored = &core, stored
+		d := decide(t, testkit.Good("2.2.1").Replace("streamfusion-loader", loader).MapFS(), defaults)
+		decisions = append(decisions, d)
+	}
+	assert.Equal(t, rules(decisions[0].Findings), rules(decisions[1].Findings), "stored and deflated cores judged alike")
+	assert.Equal(t, decisions[0].Admitted(), decisions[1].Admitted())
+}
