@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // Defaults of the contract.
@@ -41,7 +39,7 @@ type Config struct {
 
 	Original       string        // STREAMFUSION_ORIGINAL_ENTRYPOINT: Flink's script, absolute
 	JSON           bool          // STREAMFUSION_LOG_FORMAT=json (default text)
-	Level          zerolog.Level // STREAMFUSION_LOG_LEVEL, default info
+	Level          string        // STREAMFUSION_LOG_LEVEL: trace, debug, info, warn or error; default info
 	LevelWarning   string        // set when STREAMFUSION_LOG_LEVEL was empty or invalid
 	Strict         bool          // STREAMFUSION_STRICT: warnings refuse
 	Timeout        time.Duration // STREAMFUSION_ADMISSION_TIMEOUT, default 30s
@@ -84,7 +82,7 @@ func FromEnv(env []string) (Config, error) {
 		Path:           get(env, "PATH", ""),
 		TerminationLog: get(env, "STREAMFUSION_TERMINATION_LOG", DefaultTerminationLog),
 		Timeout:        DefaultTimeout,
-		Level:          zerolog.InfoLevel,
+		Level:          "info",
 	}
 	c.LibDir = get(env, "FLINK_LIB_DIR", path.Join(c.FlinkHome, "lib"))
 	c.Locale = get(env, "LC_ALL", get(env, "LC_COLLATE", get(env, "LANG", "")))
@@ -112,13 +110,14 @@ func FromEnv(env []string) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("%w: STREAMFUSION_LOG_FORMAT=%q; use text or json", ErrUsage, f))
 	}
-	// zerolog.ParseLevel("") is NoLevel, which would silence everything.
+	// An empty or unknown level means info, with a warning: a logger
+	// without a level would silence everything.
 	if lv, set := Lookup(env, "STREAMFUSION_LOG_LEVEL"); set {
-		l, err := zerolog.ParseLevel(strings.ToLower(lv))
-		if lv == "" || err != nil || l == zerolog.NoLevel || l == zerolog.Disabled {
-			c.LevelWarning = fmt.Sprintf("STREAMFUSION_LOG_LEVEL=%q is not a level (trace, debug, info, warn, error); using info", lv)
-		} else {
+		switch l := strings.ToLower(lv); l {
+		case "trace", "debug", "info", "warn", "error":
 			c.Level = l
+		default:
+			c.LevelWarning = fmt.Sprintf("STREAMFUSION_LOG_LEVEL=%q is not a level (trace, debug, info, warn, error); using info", lv)
 		}
 	}
 	if s, ok := Lookup(env, "STREAMFUSION_STRICT"); ok && s != "" {

@@ -26,8 +26,13 @@ import (
 const MaxTermination = 4096
 
 // Logger returns the entrypoint's logger on w: plain lines
-// "streamfusion: LEVEL message" for text, JSON lines otherwise.
-func Logger(w io.Writer, json bool, level zerolog.Level) zerolog.Logger {
+// "streamfusion: LEVEL message" for text, JSON lines otherwise. level is
+// trace, debug, info, warn or error; anything else means info.
+func Logger(w io.Writer, json bool, name string) zerolog.Logger {
+	level, err := zerolog.ParseLevel(name)
+	if err != nil || level == zerolog.NoLevel || level == zerolog.Disabled {
+		level = zerolog.InfoLevel
+	}
 	if json {
 		return zerolog.New(w).Level(level).With().Timestamp().Str("logger", "streamfusion").Logger()
 	}

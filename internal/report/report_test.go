@@ -10,7 +10,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -166,13 +165,13 @@ func TestWriteTermination(t *testing.T) {
 func TestLoggerFormats(t *testing.T) {
 	t.Parallel()
 	var text, js bytes.Buffer
-	Findings(Logger(&text, false, zerolog.InfoLevel), refusal("/opt/flink/lib/a.jar"))
+	Findings(Logger(&text, false, "info"), refusal("/opt/flink/lib/a.jar"))
 	lines := strings.Split(strings.TrimSpace(text.String()), "\n")
 	require.Len(t, lines, 2)
 	assert.Equal(t, "streamfusion: ERROR [payload-line] "+refusal("/opt/flink/lib/a.jar").Findings[0].Text(), lines[0], "the text line is the finding's sentence")
 	assert.True(t, strings.HasPrefix(lines[1], "streamfusion: WARN [line-experimental]"), lines[1])
 
-	Findings(Logger(&js, true, zerolog.ErrorLevel), refusal("/opt/flink/lib/a.jar"))
+	Findings(Logger(&js, true, "error"), refusal("/opt/flink/lib/a.jar"))
 	lines = strings.Split(strings.TrimSpace(js.String()), "\n")
 	require.Len(t, lines, 1, "the level filters warnings")
 	var ev map[string]any
