@@ -286,49 +286,52 @@ func other(l string) string {
 	return "2.2"
 }
 
+// conflict is a JAR set injected into a good image: what bake would refuse.
+type conflict struct {
+	name string
+	jars func(h line) map[string][]byte
+	want []string // in the logs, besides the paths
+}
+
+var conflictCases = []conflict{
+	{"loader of the other line", func(h line) map[string][]byte {
+		p := testkit.Loader(other(h.line), "0.1.0")
+		return map[string][]byte{testkit.Loader(h.line, "0.1.0").FileName(): p.Bytes()}
+	}, []string{"[payload-line]", "line " + "%other%"}},
+	{"embedded core of another release", func(h line) map[string][]byte {
+		l := testkit.Loader(h.line, "0.1.0")
+		c := testkit.Core(h.line, "0.0.9")
+		l.Embedded = &c
+		return map[string][]byte{l.FileName(): l.Bytes()}
+	}, []string{"[loader-embedded-mismatch]", "version 0.0.9, loader version 0.1.0"}},
+	{"runtime core of another release", func(h line) map[string][]byte {
+		c := testkit.Core(h.line, "0.2.0")
+		return map[string][]byte{testkit.Core(h.line, "0.1.0").FileName(): c.Bytes()}
+	}, []string{"[core-mismatch]", "streamfusion-core 0.2.0"}},
+	{"renamed extension of the other line", func(h line) map[string][]byte {
+		return map[string][]byte{"kafka-connector.jar": testkit.Extension("avro", other(h.line), "0.1.0").Bytes()}
+	}, []string{"[payload-line]", "line %other%", "kafka-connector.jar"}},
+	{"renamed extension without marker", func(h line) map[string][]byte {
+		e := testkit.Extension("avro", h.line, "0.1.0")
+		e.NoMarker = true
+		return map[string][]byte{"udfs.jar": e.Bytes()}
+	}, []string{"[payload-unversioned]", "udfs.jar"}},
+	{"renamed extension of another release", func(h line) map[string][]byte {
+		return map[string][]byte{"zz-avro.jar": testkit.Extension("avro", h.line, "0.2.0").Bytes()}
+	}, []string{"[payload-version]", "version 0.2.0", "zz-avro.jar"}},
+}
+
 func TestConflictsStopFlinkAtTheDoor(t *testing.T) {
-	type conflict struct {
-		name string
-		jars func(h line) map[string][]byte
-		want []string // in the logs, besides the paths
-	}
-	conflicts := []conflict{
-		{"loader of the other line", func(h line) map[string][]byte {
-			p := testkit.Loader(other(h.line), "0.1.0")
-			return map[string][]byte{testkit.Loader(h.line, "0.1.0").FileName(): p.Bytes()}
-		}, []string{"[payload-line]", "line " + "%other%"}},
-		{"embedded core of another release", func(h line) map[string][]byte {
-			l := testkit.Loader(h.line, "0.1.0")
-			c := testkit.Core(h.line, "0.0.9")
-			l.Embedded = &c
-			return map[string][]byte{l.FileName(): l.Bytes()}
-		}, []string{"[loader-embedded-mismatch]", "version 0.0.9, loader version 0.1.0"}},
-		{"runtime core of another release", func(h line) map[string][]byte {
-			c := testkit.Core(h.line, "0.2.0")
-			return map[string][]byte{testkit.Core(h.line, "0.1.0").FileName(): c.Bytes()}
-		}, []string{"[core-mismatch]", "streamfusion-core 0.2.0"}},
-		{"renamed extension of the other line", func(h line) map[string][]byte {
-			return map[string][]byte{"kafka-connector.jar": testkit.Extension("avro", other(h.line), "0.1.0").Bytes()}
-		}, []string{"[payload-line]", "line %other%", "kafka-connector.jar"}},
-		{"renamed extension without marker", func(h line) map[string][]byte {
-			e := testkit.Extension("avro", h.line, "0.1.0")
-			e.NoMarker = true
-			return map[string][]byte{"udfs.jar": e.Bytes()}
-		}, []string{"[payload-unversioned]", "udfs.jar"}},
-		{"renamed extension of another release", func(h line) map[string][]byte {
-			return map[string][]byte{"zz-avro.jar": testkit.Extension("avro", h.line, "0.2.0").Bytes()}
-		}, []string{"[payload-version]", "version 0.2.0", "zz-avro.jar"}},
-	}
 	imgs := map[string]v1.Image{}
 	for _, h := range hosts {
 		good := baked(t, h)
-		for i, c := range conflicts {
+		for i, c := range conflictCases {
 			imgs[tagOf(h, fmt.Sprintf("conflict%d", i))] = inject(t, good, c.jars(h))
 		}
 	}
 	load(t, imgs)
 	for _, h := range hosts {
-		for i, c := range conflicts {
+		for i, c := range conflictCases {
 			t.Run(h.flink+"/"+c.name, func(t *testing.T) {
 				termLog := filepath.Join(t.TempDir(), "termination-log")
 				require.NoError(t, os.WriteFile(termLog, nil, 0o666))
