@@ -174,6 +174,9 @@ func (b RealBase) writeFlinkLayer(w io.Writer) error {
 			return err
 		}
 		rel, _ := filepath.Rel(home, p)
+		if strings.HasPrefix(rel, ".fetch-flink-dist") {
+			return nil // the fetch script's marker and lock, not Flink's
+		}
 		name := filepath.ToSlash(filepath.Join("opt/flink", rel))
 		fi, err := d.Info()
 		if err != nil {
