@@ -13,12 +13,15 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/moby/moby/api/types/container"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,7 +66,7 @@ var real struct {
 
 // setupReal builds (or finds in the cache) the base root and the
 // distributions, once for the suite.
-func setupReal(t *testing.T) {
+func setupReal(t testing.TB) {
 	t.Helper()
 	real.once.Do(func() {
 		real.err = func() error {
@@ -126,7 +129,7 @@ func realTag(h line, what string) string {
 }
 
 // flinkContainer creates (without starting) a container of image with cmd.
-func flinkContainer(t *testing.T, img string, cmd []string, waitFor wait.Strategy, hc func(*container.HostConfig)) testcontainers.Container {
+func flinkContainer(t testing.TB, img string, cmd []string, waitFor wait.Strategy, hc func(*container.HostConfig)) testcontainers.Container {
 	t.Helper()
 	c, err := testcontainers.GenericContainer(context.Background(), testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
@@ -140,7 +143,7 @@ func flinkContainer(t *testing.T, img string, cmd []string, waitFor wait.Strateg
 	return c
 }
 
-func logsOf(t *testing.T, c testcontainers.Container) string {
+func logsOf(t testing.TB, c testcontainers.Container) string {
 	t.Helper()
 	rc, err := c.Logs(context.Background())
 	require.NoError(t, err)
@@ -194,7 +197,7 @@ var gracefulLines = []string{
 // jobManager starts a JobManager of img, waits (testcontainers' HTTP
 // strategy) for REST /overview to answer with the release, and returns the
 // container and the time from start to that answer.
-func jobManager(t *testing.T, img, version string) (testcontainers.Container, time.Duration) {
+func jobManager(t testing.TB, img, version string) (testcontainers.Container, time.Duration) {
 	t.Helper()
 	rest := wait.ForHTTP("/overview").WithPort("8081/tcp").WithStartupTimeout(4 * time.Minute).
 		WithPollInterval(50 * time.Millisecond).
@@ -211,7 +214,7 @@ func jobManager(t *testing.T, img, version string) (testcontainers.Container, ti
 
 // stop stops a JobManager the way `docker stop` does (SIGTERM) and reads
 // its exit status from inspect.
-func stop(t *testing.T, c testcontainers.Container) stopped {
+func stop(t testing.TB, c testcontainers.Container) stopped {
 	t.Helper()
 	timeout := time.Minute
 	require.NoError(t, c.Stop(context.Background(), &timeout))
@@ -220,8 +223,8 @@ func stop(t *testing.T, c testcontainers.Container) stopped {
 	return stopped{code: st.ExitCode, logs: logsOf(t, c)}
 }
 
-// pid1 is the command name and command line of the container's PID 1.
-func pid1(t *testing.T, c testcontainers.Container) (string, string) {
+// pid1 is the command name, command line and status of the container's PID 1.
+func pid1(t *testing.T, c testcontainers.Container) (comm, cmdline, status string) {
 	t.Helper()
 	read := func(file string) string {
 		code, r, err := c.Exec(context.Background(), []string{"cat", file}, tcexec.Multiplexed())
@@ -230,7 +233,7 @@ func pid1(t *testing.T, c testcontainers.Container) (string, string) {
 		require.Equal(t, 0, code, string(out))
 		return strings.TrimSpace(strings.ReplaceAll(string(out), "\x00", " "))
 	}
-	return read("/proc/1/comm"), read("/proc/1/cmdline")
+	return read("/proc/1/comm"), read("/proc/1/cmdline"), read("/proc/1/status")
 }
 
 // logFiles lists the files a Flink process wrote to /opt/flink/log of a
@@ -255,6 +258,27 @@ func logFiles(t *testing.T, c testcontainers.Container) []string {
 	return files
 }
 
+// loadBase loads the base image unless the engine holds it already, and
+// leaves it there: the baked images share its layers, so a rerun against
+// the same engine loads only the small layers on top.
+func loadBase(t testing.TB, tag string, img v1.Image) {
+	t.Helper()
+	id, err := img.ConfigName()
+	require.NoError(t, err)
+	if have, err := engine.ImageInspect(context.Background(), tag); err == nil && have.ID == id.String() {
+		return
+	}
+	ref, err := name.ParseReference(tag)
+	require.NoError(t, err)
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarball.Write(ref, img, pw)) }()
+	resp, err := engine.ImageLoad(context.Background(), pr)
+	require.NoError(t, err)
+	out, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NotContains(t, string(out), "errorDetail", string(out))
+}
+
 func TestRealFlink(t *testing.T) {
 	setupReal(t)
 	for _, h := range realHosts {
@@ -264,7 +288,10 @@ func TestRealFlink(t *testing.T) {
 	}
 }
 
-func testRealLine(t *testing.T, h line) {
+// prepareReal builds (or takes from the cache) the base image of h, loads
+// it, and bakes it.
+func prepareReal(t testing.TB, h line) v1.Image {
+	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
 	base, file, err := imagekit.RealBase{RootFS: real.rootfs, FlinkHome: real.homes[h.flink], Entrypoint: standIn, User: h.user}.
@@ -280,11 +307,20 @@ func testRealLine(t *testing.T, h line) {
 	baked, res, err := image.Bake(ctx, base, image.BakeOptions{Entrypoint: entrypoint, Payloads: files, BaseName: "flink:" + h.flink})
 	require.NoError(t, err)
 	t.Logf("baked, JDK %s (%s)", res.Facts.JDK.Version, time.Since(start).Round(time.Millisecond))
-	imgs := map[string]v1.Image{realTag(h, "base"): base, realTag(h, "baked"): baked}
+	start = time.Now()
+	loadBase(t, realTag(h, "base"), base)
+	t.Logf("base image in the engine (%s)", time.Since(start).Round(time.Millisecond))
+	return baked
+}
+
+func testRealLine(t *testing.T, h line) {
+	ctx := context.Background()
+	baked := prepareReal(t, h)
+	imgs := map[string]v1.Image{realTag(h, "baked"): baked}
+	start := time.Now()
 	for i, c := range conflictCases {
 		imgs[realTag(h, fmt.Sprintf("conflict%d", i))] = inject(t, baked, c.jars(h))
 	}
-	start = time.Now()
 	load(t, imgs)
 	t.Logf("loaded %d images (%s)", len(imgs), time.Since(start).Round(time.Millisecond))
 
@@ -309,8 +345,9 @@ func testRealLine(t *testing.T, h line) {
 		t.Logf("GET /overview: %s", body)
 		assert.Equal(t, h.flink, o.FlinkVersion)
 
-		comm, cmdline := pid1(t, jm)
+		comm, cmdline, status := pid1(t, jm)
 		assert.Equal(t, "java", comm, "PID 1 is the JVM: our entrypoint and the stand-in exec'd: %s", cmdline)
+		assert.Regexp(t, `(?m)^Uid:\s+9999\s`, status, "Flink runs as the flink user (USER flink on 2.2, gosu on 1.18)")
 		assert.Contains(t, cmdline, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint")
 
 		t.Run("taskmanager registers", func(t *testing.T) {
@@ -332,7 +369,7 @@ func testRealLine(t *testing.T, h line) {
 			assert.GreaterOrEqual(t, o.TaskManagers, 1)
 			tmLogs := logsOf(t, tm)
 			assert.Contains(t, tmLogs, "streamfusion: INFO admitted")
-			comm, _ := pid1(t, tm)
+			comm, _, _ := pid1(t, tm)
 			assert.Equal(t, "java", comm)
 			require.NoError(t, tm.Terminate(ctx))
 		})
@@ -371,4 +408,39 @@ func testRealLine(t *testing.T, h line) {
 			assert.Empty(t, logFiles(t, jm))
 		})
 	}
+}
+
+// BenchmarkTimeToREST alternates cold starts of a JobManager from the same
+// image without and with our entrypoint, and reports each one's median time
+// from container start to REST /overview answering.
+//
+//	go test -tags imagesuite -run '^$' -bench TimeToREST -benchtime 5x ./images/suite/
+func BenchmarkTimeToREST(b *testing.B) {
+	setupReal(b)
+	for _, h := range realHosts {
+		b.Run(h.flink, func(b *testing.B) {
+			baked := prepareReal(b, h)
+			load(b, map[string]v1.Image{realTag(h, "baked"): baked})
+			var without, with []time.Duration
+			for b.Loop() {
+				for _, v := range []struct {
+					tag  string
+					into *[]time.Duration
+				}{{realTag(h, "base"), &without}, {realTag(h, "baked"), &with}} {
+					jm, took := jobManager(b, v.tag, h.flink)
+					*v.into = append(*v.into, took)
+					require.NoError(b, jm.Terminate(context.Background()))
+				}
+			}
+			b.ReportMetric(median(without).Seconds(), "s-without")
+			b.ReportMetric(median(with).Seconds(), "s-with")
+			b.Logf("time-to-REST without our entrypoint %v, with %v", without, with)
+		})
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

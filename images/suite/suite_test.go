@@ -134,7 +134,7 @@ func inject(t *testing.T, img v1.Image, jars map[string][]byte) v1.Image {
 }
 
 // load loads images into the engine under tags.
-func load(t *testing.T, imgs map[string]v1.Image) {
+func load(t testing.TB, imgs map[string]v1.Image) {
 	t.Helper()
 	refs := map[name.Reference]v1.Image{}
 	for tag, img := range imgs {
@@ -153,7 +153,7 @@ func load(t *testing.T, imgs map[string]v1.Image) {
 
 // loadTarball loads a `docker save` style tarball, as docker load and
 // podman load do, and removes its tags when the test ends.
-func loadTarball(t *testing.T, r io.Reader, tags ...string) {
+func loadTarball(t testing.TB, r io.Reader, tags ...string) {
 	t.Helper()
 	resp, err := engine.ImageLoad(context.Background(), r)
 	require.NoError(t, err)
