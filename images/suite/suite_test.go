@@ -7,7 +7,6 @@
 package suite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,16 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	dockerimage "github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
@@ -35,7 +35,7 @@ import (
 )
 
 var (
-	engine     *client.Client
+	engine     *testcontainers.DockerClient
 	entrypoint []byte
 	busybox    v1.Layer
 	bindir     string // entrypoint and streamfusion-image, built for the suite
@@ -72,13 +72,20 @@ func setup(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "image suite:", err)
 		return 1
 	}
-	// The engine comes from DOCKER_HOST or the client's usual configuration.
-	engine, err = client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		_, err = engine.Ping(ctx)
-		cancel()
+	// Testcontainers' reaper (Ryuk) is an image that cannot be pulled here:
+	// off unless the environment says otherwise (the Makefile sets it).
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	}
+	// The engine comes from testcontainers' usual configuration: DOCKER_HOST,
+	// Docker contexts, ~/.testcontainers.properties; images are loaded with
+	// the same client the containers are started with.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	engine, err = testcontainers.NewDockerClientWithOpts(ctx)
+	if err == nil {
+		_, err = engine.Ping(ctx, client.PingOptions{})
+	}
+	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "image suite: no container engine (DOCKER_HOST=%q): %v\n"+
 			"start one, for example: podman system service --time=0 unix:///run/podman/podman.sock & export DOCKER_HOST=unix:///run/podman/podman.sock\n",
@@ -157,12 +164,12 @@ func loadTarball(t testing.TB, r io.Reader, tags ...string) {
 	t.Helper()
 	resp, err := engine.ImageLoad(context.Background(), r)
 	require.NoError(t, err)
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	out, _ := io.ReadAll(resp)
+	resp.Close()
 	require.NotContains(t, string(out), "errorDetail", string(out))
 	t.Cleanup(func() {
 		for _, tag := range tags {
-			_, _ = engine.ImageRemove(context.Background(), tag, dockerimage.RemoveOptions{Force: true})
+			_, _ = engine.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true})
 		}
 	})
 }
@@ -187,33 +194,33 @@ func (r run) start(t *testing.T) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := &container.Config{Image: r.image, Cmd: r.cmd, User: r.user, Env: r.env}
-	if r.entrypoint != nil {
-		cfg.Entrypoint = r.entrypoint
+	env := map[string]string{}
+	for _, kv := range r.env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
-	hc := &container.HostConfig{ReadonlyRootfs: r.readOnly, NetworkMode: "none"}
-	if r.termLog != "" {
-		hc.Binds = []string{r.termLog + ":/dev/termination-log"}
-	}
-	created, err := engine.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Image: r.image, Entrypoint: r.entrypoint, Cmd: r.cmd, Env: env,
+			ConfigModifier: func(c *container.Config) { c.User = r.user },
+			HostConfigModifier: func(hc *container.HostConfig) {
+				hc.ReadonlyRootfs = r.readOnly
+				hc.NetworkMode = "none"
+				if r.termLog != "" {
+					hc.Binds = []string{r.termLog + ":/dev/termination-log"}
+				}
+			},
+			WaitingFor: wait.ForExit().WithExitTimeout(time.Minute),
+		},
+		Started: true,
+		Logger:  tclog.TestLogger(t),
+	})
+	testcontainers.CleanupContainer(t, c)
 	require.NoError(t, err)
-	defer engine.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
-	require.NoError(t, engine.ContainerStart(ctx, created.ID, container.StartOptions{}))
-	waitC, errC := engine.ContainerWait(ctx, created.ID, container.WaitConditionNotRunning)
-	select {
-	case <-waitC:
-	case err := <-errC:
-		require.NoError(t, err)
-	}
-	// Read the status from inspect: podman's compat API is the reference here.
-	info, err := engine.ContainerInspect(ctx, created.ID)
+	// The status comes from inspect: podman's compat API is the reference here.
+	st, err := c.State(ctx)
 	require.NoError(t, err)
-	rc, err := engine.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	require.NoError(t, err)
-	defer rc.Close()
-	var stdout, stderr bytes.Buffer
-	_, _ = stdcopy.StdCopy(&stdout, &stderr, rc)
-	return outcome{code: info.State.ExitCode, logs: stdout.String() + stderr.String()}
+	return outcome{code: st.ExitCode, logs: logsOf(t, c)}
 }
 
 func tagOf(h line, what string) string {
