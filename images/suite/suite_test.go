@@ -1,9 +1,12 @@
 //go:build imagesuite
 
 // Package suite runs StreamFusion images in a real container engine: test
-// images built from scratch with go-containerregistry, the StreamFusion
-// layer from bake, loaded into the engine DOCKER_HOST names (podman's API
-// service in CI) and started as Flink containers are.
+// images built from scratch with go-containerregistry (a busybox stand-in
+// for speed, and real Flink on a Debian root: realflink_test.go), the
+// StreamFusion layer from bake, loaded into the engine testcontainers-go
+// finds (DOCKER_HOST, Docker contexts, ~/.testcontainers.properties;
+// podman's API service in CI) and started with testcontainers-go as Flink
+// containers are.
 package suite
 
 import (
