@@ -134,11 +134,19 @@ func flinkContainer(t testing.TB, img string, cmd []string, waitFor wait.Strateg
 			Image: img, Cmd: cmd, ExposedPorts: []string{"8081/tcp"},
 			WaitingFor: waitFor, HostConfigModifier: hc,
 		},
-		Logger: tclog.TestLogger(t),
+		Logger: logger(t),
 	})
 	testcontainers.CleanupContainer(t, c)
 	require.NoError(t, err)
 	return c
+}
+
+// logger is testcontainers' log in tests; benchmarks keep only their figures.
+func logger(t testing.TB) tclog.Logger {
+	if _, ok := t.(*testing.B); ok {
+		return tclog.NewNoopLogger()
+	}
+	return tclog.TestLogger(t)
 }
 
 func logsOf(t testing.TB, c testcontainers.Container) string {

@@ -44,11 +44,11 @@ type RealBase struct {
 func (b RealBase) key() (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "realbase v1\n%s\n%s\n%s\n", filepath.Base(b.RootFS), b.User, b.Entrypoint)
-	if fi, err := os.Stat(b.RootFS); err != nil {
+	fi, err := os.Stat(b.RootFS)
+	if err != nil {
 		return "", err
-	} else {
-		fmt.Fprintf(h, "%d %d\n", fi.Size(), fi.ModTime().UnixNano())
 	}
+	fmt.Fprintf(h, "%d %d\n", fi.Size(), fi.ModTime().UnixNano())
 	home, err := filepath.EvalSymlinks(b.FlinkHome)
 	if err != nil {
 		return "", err
