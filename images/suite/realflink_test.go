@@ -57,7 +57,7 @@ var standIn []byte
 // root and the stand-in drops to flink with gosu, as the official images do.
 var realHosts = []line{{"2.2", "2.2.0", "flink"}, {"1.18", "1.18.1", ""}}
 
-var real struct {
+var realInputs struct {
 	once   sync.Once
 	err    error
 	rootfs string
@@ -69,20 +69,20 @@ var real struct {
 // distributions, once for the suite.
 func setupReal(t testing.TB) {
 	t.Helper()
-	real.once.Do(func() {
-		real.err = func() error {
+	realInputs.once.Do(func() {
+		realInputs.err = func() error {
 			cache, err := os.UserCacheDir()
 			if err != nil {
 				return err
 			}
-			real.cache = filepath.Join(cache, "streamfusion", "images")
+			realInputs.cache = filepath.Join(cache, "streamfusion", "images")
 			start := time.Now()
-			out, err := script("build-base-root", real.cache)
+			out, err := script("build-base-root", realInputs.cache)
 			if err != nil {
 				return err
 			}
-			real.rootfs = out[len(out)-1]
-			fmt.Fprintf(os.Stderr, "image suite: base root %s (%s)\n", real.rootfs, time.Since(start).Round(time.Second))
+			realInputs.rootfs = out[len(out)-1]
+			fmt.Fprintf(os.Stderr, "image suite: base root %s (%s)\n", realInputs.rootfs, time.Since(start).Round(time.Second))
 			var versions []string
 			for _, h := range realHosts {
 				versions = append(versions, h.flink)
@@ -96,15 +96,15 @@ func setupReal(t testing.TB) {
 				return fmt.Errorf("fetch-flink-dist printed %d homes for %d versions: %q", len(out), len(versions), out)
 			}
 			out = out[len(out)-len(versions):]
-			real.homes = map[string]string{}
+			realInputs.homes = map[string]string{}
 			for i, v := range versions {
-				real.homes[v] = out[i]
+				realInputs.homes[v] = out[i]
 			}
 			fmt.Fprintf(os.Stderr, "image suite: Flink distributions %v (%s)\n", out, time.Since(start).Round(time.Second))
 			return nil
 		}()
 	})
-	require.NoError(t, real.err, "the real Flink images need mmdebstrap and the Flink distributions (see .ci/run)")
+	require.NoError(t, realInputs.err, "the real Flink images need mmdebstrap and the Flink distributions (see .ci/run)")
 }
 
 // script runs one of the repository's scripts and returns its stdout lines.
@@ -301,8 +301,8 @@ func prepareReal(t testing.TB, h line) v1.Image {
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	base, file, err := imagekit.RealBase{RootFS: real.rootfs, FlinkHome: real.homes[h.flink], Entrypoint: standIn, User: h.user}.
-		Cached(real.cache, realTag(h, "base"))
+	base, file, err := imagekit.RealBase{RootFS: realInputs.rootfs, FlinkHome: realInputs.homes[h.flink], Entrypoint: standIn, User: h.user}.
+		Cached(realInputs.cache, realTag(h, "base"))
 	require.NoError(t, err)
 	t.Logf("base image %s (%s)", file, time.Since(start).Round(time.Millisecond))
 
