@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist test test-real image-test bench lint demo fuzz clean
+.PHONY: build dist flink-dist test test-real image-test bench lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion-image
 
@@ -24,25 +24,36 @@ FORCE:
 test:
 	go test -race -shuffle=on -count=1 ./...
 
-# Real Flink release JARs by Maven coordinates, cached outside the repository.
-FLINK_JARS ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/streamfusion/flink-jars
-test-real:
+# Real Flink distributions (PyPI's PyFlink packages, by pip) and the few
+# JARs they lack (Maven coordinates), cached outside the repository.
+CACHE_HOME := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)
+FLINK_JARS ?= $(CACHE_HOME)/streamfusion/flink-jars
+FLINK_DIST ?= $(CACHE_HOME)/streamfusion/flink-dist
+FLINK_VERSIONS := 2.2.0 2.2.1 1.18.1 1.20.3 2.1.1 2.3.0
+flink-dist:
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(FLINK_VERSIONS) >/dev/null
+test-real: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
-	STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
+	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
 
 # Real containers: needs an engine at DOCKER_HOST (podman's API service in CI).
 image-test:
 	TESTCONTAINERS_RYUK_DISABLED=true go test -tags imagesuite -count=1 -timeout 40m -v ./images/suite/
 
 # Hand-off time against the JVM-side check, the minimal reader and a bare
-# exec, alternated in one run; then the Go benchmarks. See docs/performance.md.
+# exec, alternated in one run, on a real distribution's lib (BENCH_FLINK)
+# plus the realistic payloads, then on the synthetic layouts; then the Go
+# benchmarks. See docs/performance.md.
 BENCH_RUNS ?= 21
+BENCH_FLINK ?= 2.2.0
+BENCH_SCALES ?= 1,4,16
 bench: build
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(BENCH_FLINK) >/dev/null
 	go build -o bin/bench-minimal ./bench/minimal
 	go build -o bin/bench-bare ./bench/bare
 	go build -o bin/bench-ioreport ./bench/ioreport
 	mkdir -p bin/bench-jvm && javac -d bin/bench-jvm bench/jvm/JarCheck.java
-	go run ./bench/compare -bin bin -runs $(BENCH_RUNS)
+	go run ./bench/compare -bin bin -runs $(BENCH_RUNS) -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales '$(BENCH_SCALES)'
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
 
 lint:

@@ -35,26 +35,91 @@ func main() {
 	work := flag.String("work", filepath.Join(os.TempDir(), "streamfusion-bench"), "where the realistic libs are written (kept across runs)")
 	runs := flag.Int("runs", 21, "runs of each contender")
 	scales := flag.String("scales", "1,4,16", "entry-count scales to measure")
+	flinkLib := flag.String("flink-lib", "", "a real Flink distribution's lib (scripts/fetch-flink-dist): measured first, its JARs plus the realistic StreamFusion payloads")
 	flag.Parse()
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	b := abs(*bin)
+	if *flinkLib != "" {
+		src := abs(*flinkLib)
+		label := "real " + filepath.Base(filepath.Dir(src)) + " lib"
+		if err := measure(b, filepath.Join(*work, "real-"+filepath.Base(filepath.Dir(src))), label, realLayout(src), *runs, true); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+	}
 	for _, s := range strings.Split(*scales, ",") {
+		if s == "" {
+			continue
+		}
 		scale, err := strconv.Atoi(s)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bad -scales:", err)
 			os.Exit(64)
 		}
-		if err := measure(b, filepath.Join(*work, "scale"+s), scale, *runs, scale == 1); err != nil {
+		layout := func(lib string) error { return testkit.Realistic(lib, scale) }
+		if err := measure(b, filepath.Join(*work, "scale"+s), fmt.Sprintf("synthetic, scale %dx", scale), layout, *runs, scale == 1); err != nil {
 			fmt.Fprintln(os.Stderr, "compare:", err)
 			os.Exit(1)
 		}
 	}
 }
 
-func measure(bin, root string, scale, runs int, withJVM bool) error {
+// realLayout lays out a real distribution's lib (hard links where the file
+// system allows, else copies) plus the realistic StreamFusion payloads.
+func realLayout(src string) func(lib string) error {
+	return func(lib string) error {
+		if err := os.MkdirAll(lib, 0o755); err != nil {
+			return err
+		}
+		entries, err := os.ReadDir(src)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".jar") {
+				continue
+			}
+			from, to := filepath.Join(src, e.Name()), filepath.Join(lib, e.Name())
+			if os.Link(from, to) == nil {
+				continue
+			}
+			data, err := os.ReadFile(from)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(to, data, 0o644); err != nil {
+				return err
+			}
+		}
+		// The distribution's conf/ too: the entrypoint reads the config file
+		// Flink's scripts take env.java.home from.
+		conf := filepath.Join(filepath.Dir(lib), "conf")
+		if err := os.MkdirAll(conf, 0o755); err != nil {
+			return err
+		}
+		confs, _ := os.ReadDir(filepath.Join(filepath.Dir(src), "conf"))
+		for _, e := range confs {
+			data, err := os.ReadFile(filepath.Join(filepath.Dir(src), "conf", e.Name()))
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(conf, e.Name()), data, 0o644); err != nil {
+				return err
+			}
+		}
+		return testkit.RealisticPayloads(lib)
+	}
+}
+
+func measure(bin, root, label string, layout func(lib string) error, runs int, withJVM bool) error {
 	lib := filepath.Join(root, "opt/flink/lib")
-	if _, err := os.Stat(filepath.Join(lib, "flink-dist-2.2.1.jar")); err != nil {
-		if err := testkit.Realistic(lib, scale); err != nil {
+	done := filepath.Join(root, ".laid-out")
+	if _, err := os.Stat(done); err != nil {
+		_ = os.RemoveAll(root)
+		if err := layout(lib); err != nil {
+			return err
+		}
+		if err := os.WriteFile(done, nil, 0o644); err != nil {
 			return err
 		}
 	}
@@ -93,7 +158,7 @@ func measure(bin, root string, scale, runs int, withJVM bool) error {
 			c.runs = append(c.runs, d)
 		}
 	}
-	fmt.Printf("\n## scale %dx: %d JARs, %.0f MB, %d central-directory bytes; I/O floor %d bytes\n\n", scale, njars, float64(size)/1e6, cd, floor)
+	fmt.Printf("\n## %s: %d JARs, %.0f MB, %d central-directory bytes; I/O floor %d bytes\n\n", label, njars, float64(size)/1e6, cd, floor)
 	fmt.Println("| contender | median | min | ratio to entrypoint | peak RSS | bytes read | read / floor |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	ep := median(cs[0].runs)

@@ -683,3 +683,44 @@ func TestIgnoredSignalsStayIgnored(t *testing.T) {
 	}
 	assert.Zero(t, ign&(1<<(uint(syscall.SIGTERM)-1)), "TERM is reset to its default")
 }
+
+// TestJDKAsFlinkScriptsChooseIt: the JDK judged is the one Flink's scripts
+// will start the JVM from (internal/realflink proves the model on the real
+// scripts): 1.18's image appends FLINK_PROPERTIES to flink-conf.yaml, whose
+// env.java.home wins over JAVA_HOME; 2.x's image rewrites config.yaml nested,
+// which hides the flat key from the scripts.
+func TestJDKAsFlinkScriptsChooseIt(t *testing.T) {
+	t.Parallel()
+	jdk21 := func(im *image) string {
+		home := filepath.Join(im.root, "opt/jdk-21")
+		require.NoError(t, os.MkdirAll(filepath.Join(home, "bin"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(home, "release"), []byte("JAVA_VERSION=\"21.0.5\"\n"), 0o644))
+		return home
+	}
+	conf := func(im *image, name, data string) {
+		dir := filepath.Join(im.root, testkit.FlinkHome, "conf")
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644))
+	}
+
+	old := newImage(t, testkit.Good("1.18.1"))
+	conf(old, "flink-conf.yaml", "jobmanager.rpc.address: localhost\n")
+	r := old.start(t, []string{"FLINK_PROPERTIES=env.java.home: " + jdk21(old)}, "jobmanager")
+	assert.Equal(t, 78, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "host-jdk-unsupported")
+	assert.Contains(t, r.stderr, "env.java.home in FLINK_PROPERTIES, appended to")
+	assert.Nil(t, r.got, "refused before any hand-off")
+
+	cur := newImage(t, testkit.Good("2.2.1"))
+	conf(cur, "config.yaml", "env.java.home: "+jdk21(cur)+"\n")
+	r = cur.start(t, nil, "streamfusion", "check", "--json")
+	assert.Equal(t, 0, r.code, r.stdout)
+	var rep struct {
+		JDK     string `json:"jdk"`
+		JDKFrom string `json:"jdkFrom"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	assert.Equal(t, "17.0.15", rep.JDK)
+	assert.Contains(t, rep.JDKFrom, "JAVA_HOME")
+	assert.Contains(t, rep.JDKFrom, "is ignored: the image entrypoint rewrites")
+}

@@ -28,6 +28,7 @@ type JDK struct {
 	Version string // JAVA_VERSION of the release file, raw
 	Source  string // the release file it came from
 	Err     error  // no JDK found or its release file unreadable
+	Via     string // how Flink's scripts chose it (env.java.home, JAVA_HOME, PATH); "" when not derived
 }
 
 // Platform is the host platform.
@@ -73,6 +74,7 @@ type Decision struct {
 	Line     string      `json:"line,omitempty"`  // known only for a release in the matrix
 	Support  Support     `json:"support,omitempty"`
 	JDK      string      `json:"jdk,omitempty"`
+	JDKFrom  string      `json:"jdkFrom,omitempty"` // how Flink's scripts chose the JDK
 	Platform string      `json:"platform"`
 	Libc     string      `json:"libc"`
 	Payloads []*Identity `json:"payloads"` // in classpath order
@@ -219,6 +221,7 @@ func Decide(f *Facts) *Decision {
 	if v.java != nil {
 		d.JDK = v.java.Raw
 	}
+	d.JDKFrom = f.JDK.Via
 	if f.LibErr != nil {
 		d.Findings = []Finding{{Rule: libRule.ID, Severity: Error, Path: f.LibDir, Message: "Flink's lib directory cannot be read",
 			Found: f.LibErr.Error(), Required: "a readable lib directory (FLINK_LIB_DIR, else $FLINK_HOME/lib)",

@@ -190,7 +190,7 @@ func jdkMissing(v *view) []Finding {
 	if v.JDK.Err == nil {
 		return nil
 	}
-	return one(Finding{Path: v.JDK.Source, Message: "no JDK found", Found: v.JDK.Err.Error(),
+	return one(Finding{Path: v.JDK.Source, Message: "no JDK found", Found: v.JDK.Err.Error() + via(v.JDK),
 		Required: "a JDK " + javaList() + " with a release file", Fix: "set JAVA_HOME to the JDK's directory, or put its bin/java on PATH"})
 }
 
@@ -198,8 +198,16 @@ func jdkUnparseable(v *view) []Finding {
 	if v.JDK.Err != nil || v.java != nil {
 		return nil
 	}
-	return one(Finding{Path: v.JDK.Source, Message: "the JDK's version cannot be read", Found: fmt.Sprintf("JAVA_VERSION=%q", v.JDK.Version),
+	return one(Finding{Path: v.JDK.Source, Message: "the JDK's version cannot be read", Found: fmt.Sprintf("JAVA_VERSION=%q", v.JDK.Version) + via(v.JDK),
 		Required: "JAVA_VERSION such as \"17.0.15\"", Fix: "point JAVA_HOME at an unmodified JDK"})
+}
+
+// via says how Flink's scripts chose the JDK, when that was derived.
+func via(j JDK) string {
+	if j.Via == "" {
+		return ""
+	}
+	return " (chosen by Flink's scripts through " + j.Via + ")"
 }
 
 func javaList() string {
@@ -215,7 +223,7 @@ func jdkUnsupported(v *view) []Finding {
 		return nil
 	}
 	return one(Finding{Path: v.JDK.Source, Message: fmt.Sprintf("unsupported JDK %d", v.java.Major),
-		Found: "Java " + v.java.Raw, Required: "Java " + javaList(), Fix: "build the image FROM a Flink image with Java 11 or 17 (the -java17 tags)"})
+		Found: "Java " + v.java.Raw + via(v.JDK), Required: "Java " + javaList(), Fix: "build the image FROM a Flink image with Java 11 or 17 (the -java17 tags)"})
 }
 
 // natives lists every payload with native libraries, embedded cores included.

@@ -34,6 +34,11 @@ type Config struct {
 	Path       string // PATH, for finding java
 	Locale     string // LC_ALL, else LC_COLLATE, else LANG: orders the classpath as sort(1) does
 
+	// Where Flink's scripts take env.java.home from (see host.Settings).
+	ConfDir         string   // FLINK_CONF_DIR, default $FLINK_HOME/conf
+	FlinkProperties string   // FLINK_PROPERTIES, which the image entrypoint merges into the config
+	Environ         []string // the whole environment, for envsubst as the image entrypoint runs it
+
 	Original       string        // STREAMFUSION_ORIGINAL_ENTRYPOINT: Flink's script, absolute
 	JSON           bool          // STREAMFUSION_LOG_FORMAT=json (default text)
 	Level          zerolog.Level // STREAMFUSION_LOG_LEVEL, default info
@@ -84,6 +89,9 @@ func FromEnv(env []string) (Config, error) {
 	c.LibDir = get(env, "FLINK_LIB_DIR", path.Join(c.FlinkHome, "lib"))
 	c.Locale = get(env, "LC_ALL", get(env, "LC_COLLATE", get(env, "LANG", "")))
 	c.PluginsDir = get(env, "FLINK_PLUGINS_DIR", path.Join(c.FlinkHome, "plugins"))
+	c.ConfDir = get(env, "FLINK_CONF_DIR", path.Join(c.FlinkHome, "conf"))
+	c.FlinkProperties = get(env, "FLINK_PROPERTIES", "")
+	c.Environ = env
 	var errs []error
 	var err error
 	if c.Original, err = Original(env); err != nil {

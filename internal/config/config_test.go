@@ -88,3 +88,19 @@ func TestLocalePrecedence(t *testing.T) {
 		assert.Equal(t, want, c.Locale, "%q", env)
 	}
 }
+
+func TestFlinkConfigSettings(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv([]string{"FLINK_HOME=/srv/flink", "FLINK_PROPERTIES=env.java.home: /opt/jdk\nparallelism.default: 2", "OTHER=x"})
+	require.NoError(t, err)
+	assert.Equal(t, "/srv/flink/conf", c.ConfDir, "FLINK_CONF_DIR defaults to $FLINK_HOME/conf, as bin/config.sh has it")
+	assert.Equal(t, "env.java.home: /opt/jdk\nparallelism.default: 2", c.FlinkProperties)
+	v, ok := Lookup(c.Environ, "OTHER")
+	assert.True(t, ok, "the whole environment is kept for envsubst")
+	assert.Equal(t, "x", v)
+
+	c, err = FromEnv([]string{"FLINK_HOME=/srv/flink", "FLINK_CONF_DIR=/etc/flink"})
+	require.NoError(t, err)
+	assert.Equal(t, "/etc/flink", c.ConfDir)
+	assert.Empty(t, c.FlinkProperties)
+}

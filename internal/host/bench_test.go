@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
@@ -43,5 +44,22 @@ func BenchmarkDecideRealistic(b *testing.B) {
 	}
 	for b.Loop() {
 		admission.Decide(f)
+	}
+}
+
+// BenchmarkJDKAsFlinkImage is the JDK derivation of a 2.x image start: the
+// config file read, and parsed as YAML when it names a home.
+func BenchmarkJDKAsFlinkImage(b *testing.B) {
+	conf := strings.Repeat("# a comment line as Flink's shipped config carries many\n", 200) + shippedNested
+	for _, c := range []struct{ name, extra string }{{"no home", ""}, {"nested home", "env.java.home: /opt/jdk-conf\n"}} {
+		fsys := jdkTree(map[string]string{"config.yaml": conf + c.extra})
+		s := Settings{ConfDir: "/opt/flink/conf", Launch: LaunchImage, JavaHome: "/opt/jdk-env", Path: "/usr/bin"}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if j := jdkAsFlink(fsys, s, "2.2.1"); j.Err != nil {
+					b.Fatal(j.Err)
+				}
+			}
+		})
 	}
 }

@@ -1,7 +1,12 @@
 // Package host gathers the facts admission decides on from a file system
 // rooted at "/": the classpath as Flink's bin/config.sh builds it, every
 // JAR on it read once, the job JARs in usrlib, the payloads in plugins, the
-// JDK's release file and the platform's libc loader.
+// JDK as Flink's scripts choose it (env.java.home of the config file the
+// launch path leaves them, else JAVA_HOME, else PATH; javahome.go) and the
+// platform's libc loader. config.yaml is parsed with go.yaml.in/yaml/v3 (the
+// maintained continuation of gopkg.in/yaml.v3); the flat-key reading of
+// Flink's scripts is a regular expression of their own sed, since that is
+// what they run.
 //
 // It reads; it does not judge. The same code reads a live container
 // (os.DirFS("/")), a test tree and a flattened image.
@@ -35,13 +40,22 @@ type Settings struct {
 	Locale     string // the collation locale (LC_ALL, LC_COLLATE, LANG); see OrderFor
 	Order      Order  // classpath order; nil: the order of Locale
 	Workers    int    // JARs read at once; 0: 2
+
+	// How Flink's scripts pick the JDK (see jdkAsFlink). Without ConfDir
+	// the config file is not consulted: JAVA_HOME, else java on PATH.
+	ConfDir         string                      // FLINK_CONF_DIR, else $FLINK_HOME/conf
+	FlinkProperties string                      // FLINK_PROPERTIES, which the image entrypoint merges
+	Launch          Launch                      // what starts Flink's scripts
+	Getenv          func(string) (string, bool) // the environment, for envsubst as the image entrypoint runs it
 }
 
 // FromConfig returns the settings of the entrypoint's configuration on a
 // platform (GOOS-style os, uname or OCI architecture).
 func FromConfig(c config.Config, goos, arch string) Settings {
 	return Settings{LibDir: c.LibDir, PluginsDir: c.PluginsDir, JavaHome: c.JavaHome, Path: c.Path,
-		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale}
+		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale,
+		ConfDir: c.ConfDir, FlinkProperties: c.FlinkProperties, Launch: LaunchImage,
+		Getenv: func(k string) (string, bool) { return config.Lookup(c.Environ, k) }}
 }
 
 // Progress tells which files a running Gather is reading, so a caller that
@@ -90,11 +104,11 @@ func rel(p string) string {
 // Gather reads the facts. Reading stops early only when ctx is done.
 func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*admission.Facts, error) {
 	f := &admission.Facts{LibDir: path.Clean(s.LibDir), Strict: s.Strict, Platform: platform(fsys, s.OS, s.Arch)}
-	f.JDK = jdk(fsys, s.JavaHome, s.Path)
 
 	names, err := List(fsys, s.LibDir)
 	if err != nil {
 		f.LibErr = err
+		f.JDK = jdkAsFlink(fsys, s, "")
 		return f, nil
 	}
 	order := s.Order
@@ -115,7 +129,28 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	f.Classpath = jars[:len(names)]
 	f.Usrlib = jars[len(names) : len(names)+len(usrlib)]
 	f.Plugins = jars[len(names)+len(usrlib):]
+	f.JDK = jdkAsFlink(fsys, s, distVersion(f.Classpath))
 	return f, nil
+}
+
+// distVersion is the release of the one flink-dist on the classpath, "" when
+// there is none, several or no version: it says which config file Flink's
+// scripts read.
+func distVersion(jars []*payload.JAR) string {
+	v := ""
+	for _, j := range jars {
+		if !isDist(j.Path) {
+			continue
+		}
+		if v != "" {
+			return ""
+		}
+		v = j.Properties["project.version"]
+		if v == "" && j.Manifest != nil {
+			v, _ = j.Manifest.Get("Implementation-Version")
+		}
+	}
+	return v
 }
 
 func isDist(name string) bool { return admission.IsDist(path.Base(name)) }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"unicode"
 
 	"golang.org/x/text/collate"
 	"golang.org/x/text/language"
@@ -54,6 +55,28 @@ func installed(fsys fs.FS, lang, codeset string) bool {
 	return false
 }
 
+// shiftSymbols makes math, modifier and other symbols (+ ~ = ^ ` | < ©,
+// not currency) ignorable at the first levels, as glibc's locales (2.28 on,
+// iso14651_t1) make them, like punctuation: the Unicode collation gives them
+// primary weights even with variables shifted, and x/text cannot move the
+// variable top. They collate as a hyphen instead. Checked against Flink's
+// own bin/config.sh under en_US.UTF-8 (internal/realflink).
+func shiftSymbols(name string) string {
+	if !strings.ContainsFunc(name, isShiftedSymbol) {
+		return name
+	}
+	return strings.Map(func(r rune) rune {
+		if isShiftedSymbol(r) {
+			return '-'
+		}
+		return r
+	}, name)
+}
+
+func isShiftedSymbol(r rune) bool {
+	return r > ' ' && unicode.In(r, unicode.Sm, unicode.Sk, unicode.So)
+}
+
 // collateSort sorts by collation keys, computed once per name; equal keys
 // fall back to bytes.
 func collateSort(c *collate.Collator, names []string) {
@@ -64,7 +87,7 @@ func collateSort(c *collate.Collator, names []string) {
 	var buf collate.Buffer
 	ks := make([]keyed, len(names))
 	for i, n := range names {
-		ks[i] = keyed{append([]byte(nil), c.KeyFromString(&buf, n)...), n}
+		ks[i] = keyed{append([]byte(nil), c.KeyFromString(&buf, shiftSymbols(n))...), n}
 		buf.Reset()
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {

@@ -138,6 +138,7 @@ type Report struct {
 	Line      string                `json:"line,omitempty"`
 	Support   admission.Support     `json:"support,omitempty"`
 	JDK       string                `json:"jdk,omitempty"`
+	JDKFrom   string                `json:"jdkFrom,omitempty"`
 	Platform  string                `json:"platform"`
 	Libc      string                `json:"libc"`
 	LibDir    string                `json:"libDir"`
@@ -149,7 +150,7 @@ type Report struct {
 
 // New builds the report of a decision.
 func New(f *admission.Facts, d *admission.Decision) Report {
-	r := Report{Admitted: d.Admitted(), Flink: d.Flink, Line: d.Line, Support: d.Support, JDK: d.JDK,
+	r := Report{Admitted: d.Admitted(), Flink: d.Flink, Line: d.Line, Support: d.Support, JDK: d.JDK, JDKFrom: d.JDKFrom,
 		Platform: d.Platform, Libc: d.Libc, LibDir: f.LibDir, Order: f.Order, Payloads: d.Payloads, Findings: d.Findings,
 		Classpath: []string{}}
 	for _, j := range f.Classpath {
@@ -184,6 +185,9 @@ func (r Report) Text(w io.Writer) error {
 	fmt.Fprintf(&b, "StreamFusion admission: %s\n", verdict)
 	fmt.Fprintf(&b, "  Flink     %s (line %s, %s)\n", or(r.Flink, "unknown"), or(r.Line, "unknown"), or(string(r.Support), "not supported"))
 	fmt.Fprintf(&b, "  Java      %s\n", or(r.JDK, "unknown"))
+	if r.JDKFrom != "" {
+		fmt.Fprintf(&b, "            from %s\n", r.JDKFrom)
+	}
 	fmt.Fprintf(&b, "  platform  %s, %s\n", r.Platform, r.Libc)
 	fmt.Fprintf(&b, "  lib       %s (%d JARs, %s)\n", r.LibDir, len(r.Classpath), r.Order)
 	if len(r.Payloads) > 0 {

@@ -54,6 +54,15 @@ func Realistic(lib string, scale int) error {
 			return err
 		}
 	}
+	return RealisticPayloads(lib)
+}
+
+// RealisticPayloads writes the StreamFusion part of Realistic's lib (line
+// 2.2): the loader whose deflated embedded core carries ~24 MB of native
+// libraries, the runtime core, and six extensions with native libraries. With
+// a real Flink distribution's lib it makes the benchmark's real layout.
+func RealisticPayloads(lib string) error {
+	write := func(name string, data []byte) error { return os.WriteFile(filepath.Join(lib, name), data, 0o644) }
 	line, sf := "2.2", "0.1.0"
 	loader := Loader(line, sf)
 	core := *loader.Embedded

@@ -1,0 +1,240 @@
+package host
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// Launch says what starts Flink's own scripts, which decides the config
+// file they read the JDK from.
+type Launch string
+
+const (
+	// LaunchImage means the official image's docker-entrypoint.sh runs first (the
+	// entrypoint's original). Up to 1.18 it appends FLINK_PROPERTIES to
+	// flink-conf.yaml, which stays flat; from 1.19 on it rewrites config.yaml
+	// through BashJavaUtils (bin/config-parser-utils.sh), as nested YAML,
+	// FLINK_PROPERTIES merged, before the role's script reads it.
+	LaunchImage Launch = "image"
+	// LaunchBare means Flink's bin/ scripts run directly and read conf/ as it is.
+	LaunchBare Launch = "bare"
+)
+
+// keyJavaHome is the key Flink's scripts take the JDK from.
+const keyJavaHome = "env.java.home"
+
+// flatJavaHome is how bin/config.sh (1.18) and bin/bash-java-utils.sh (2.x)
+// read env.java.home: a sed over the file's lines, `^[ ]*KEY[ ]*: ([^#]*)`
+// (the dots of the key match any character), the value trimmed of spaces,
+// the last matching line winning even when its value is empty. Only the
+// flat key is seen, never a nested one; quotes are kept.
+var flatJavaHome = regexp.MustCompile(`^ *env.java.home *: ([^#]*)`)
+
+// javaChoice is what Flink's scripts take from the config file.
+type javaChoice struct {
+	home    string // env.java.home as the scripts see it; "" when they see none
+	origin  string // where that value came from, for the finding
+	ignored string // an env.java.home the scripts do not see, and why
+}
+
+// confFile names the config file Flink's scripts read, by release: 1.18
+// and earlier read flink-conf.yaml; 1.19 and 1.20 read config.yaml when it
+// exists, else flink-conf.yaml; 2.x read config.yaml only.
+func confFile(fsys fs.FS, confDir, flinkVersion string) string {
+	standard, legacy := path.Join(confDir, "config.yaml"), path.Join(confDir, "flink-conf.yaml")
+	major, minor, ok := majorMinor(flinkVersion)
+	switch {
+	case ok && major >= 2:
+		return standard
+	case ok && major == 1 && minor <= 18:
+		return legacy
+	case exists(fsys, standard):
+		return standard
+	}
+	return legacy
+}
+
+func majorMinor(v string) (int, int, bool) {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	return major, minor, err1 == nil && err2 == nil
+}
+
+// chooseJavaHome derives env.java.home as the process that will run sees
+// it, for the launch and the config file.
+func chooseJavaHome(fsys fs.FS, s Settings, file string) javaChoice {
+	data, err := readSmall(fsys, rel(file), 4<<20)
+	if err != nil {
+		// The scripts' sed fails on a missing file and they go on without it.
+		return javaChoice{ignored: fmt.Sprintf("%s cannot be read (%v)", file, err)}
+	}
+	text := string(data)
+	rewritten := s.Launch == LaunchImage && path.Base(file) == "config.yaml"
+	if rewritten {
+		// The image entrypoint rewrites the file through BashJavaUtils as
+		// nested YAML before the role's script reads it: the flat key the
+		// scripts look for is never in it.
+		c := javaChoice{}
+		if v, where := standardJavaHome(text, file, s.FlinkProperties, s.Getenv); v != "" {
+			c.ignored = fmt.Sprintf("%s=%s (%s) is ignored: the image entrypoint rewrites %s as nested YAML, and bin/bash-java-utils.sh reads only the flat key",
+				keyJavaHome, v, where, file)
+		}
+		return c
+	}
+	appended := s.Launch == LaunchImage && s.FlinkProperties != ""
+	if appended {
+		// 1.18's image entrypoint appends FLINK_PROPERTIES to flink-conf.yaml
+		// (echo, so with a newline), then runs envsubst over the file.
+		text += s.FlinkProperties + "\n"
+	}
+	if s.Launch == LaunchImage && path.Base(file) == "flink-conf.yaml" {
+		text = envsubst(text, s.Getenv)
+	}
+	c := javaChoice{}
+	found := false
+	base := strings.Count(string(data), "\n") // lines from here on were appended
+	for i, line := range strings.Split(text, "\n") {
+		m := flatJavaHome.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		found = true
+		c.home = strings.Trim(m[1], " ")
+		c.origin = fmt.Sprintf("%s in %s, line %d", keyJavaHome, file, i+1)
+		if appended && i >= base {
+			c.origin = fmt.Sprintf("%s in FLINK_PROPERTIES, appended to %s by the image entrypoint", keyJavaHome, file)
+		}
+	}
+	if !found && path.Base(file) == "config.yaml" {
+		if v, where := standardJavaHome(text, file, "", nil); v != "" {
+			c.ignored = fmt.Sprintf("%s=%s (%s) is ignored: bin/bash-java-utils.sh reads only the flat key", keyJavaHome, v, where)
+		}
+	}
+	return c
+}
+
+// standardJavaHome is env.java.home as Flink's YAML parser reads config.yaml
+// (flat or nested keys), with FLINK_PROPERTIES lines ("key: value", split at
+// the first colon, the value trimmed and envsubst-ed, as the 2.x image
+// entrypoint passes them to BashJavaUtils) applied over it.
+func standardJavaHome(text, file, props string, getenv func(string) (string, bool)) (value, where string) {
+	// Without a "home" key anywhere there is no env.java.home to find: the
+	// parse, which would run on every start, is skipped (Flink's shipped
+	// config.yaml names none).
+	if strings.Contains(text, "home") {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(text), &doc); err == nil {
+			flat := map[string]string{}
+			flatten(&doc, "", flat)
+			if v, ok := flat[keyJavaHome]; ok && v != "" {
+				value, where = v, "in "+file
+			}
+		}
+	}
+	for _, line := range strings.Split(props, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && k == keyJavaHome {
+			value, where = envsubst(strings.Join(strings.Fields(v), " "), getenv), "from FLINK_PROPERTIES"
+		}
+	}
+	return value, where
+}
+
+// flatten turns a YAML document into Flink's flat keys (nested maps joined
+// with dots).
+func flatten(n *yaml.Node, prefix string, out map[string]string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			flatten(c, prefix, out)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			if prefix != "" {
+				key = prefix + "." + key
+			}
+			flatten(n.Content[i+1], key, out)
+		}
+	case yaml.ScalarNode:
+		out[prefix] = n.Value
+	case yaml.AliasNode:
+		if n.Alias != nil {
+			flatten(n.Alias, prefix, out)
+		}
+	}
+}
+
+var envRef = regexp.MustCompile(`\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))`)
+
+// envsubst replaces $VAR and ${VAR} as GNU envsubst does: unset variables
+// become empty, anything else stays.
+func envsubst(s string, getenv func(string) (string, bool)) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	return envRef.ReplaceAllStringFunc(s, func(ref string) string {
+		m := envRef.FindStringSubmatch(ref)
+		name := m[1] + m[2]
+		if getenv == nil {
+			return ""
+		}
+		v, _ := getenv(name)
+		return v
+	})
+}
+
+// jdkAsFlink finds the JDK the way Flink's scripts pick the JVM: the
+// env.java.home they see, else JAVA_HOME; $HOME/bin/java when HOME is a
+// directory, else the java on PATH.
+func jdkAsFlink(fsys fs.FS, s Settings, flinkVersion string) admission.JDK {
+	if s.ConfDir == "" {
+		return jdk(fsys, s.JavaHome, s.Path)
+	}
+	file := confFile(fsys, s.ConfDir, flinkVersion)
+	c := chooseJavaHome(fsys, s, file)
+	home, via := c.home, c.origin
+	if home == "" {
+		home, via = s.JavaHome, "JAVA_HOME"
+		if c.origin != "" {
+			via = "JAVA_HOME (" + c.origin + " is empty)"
+		}
+	}
+	var j admission.JDK
+	switch {
+	case home != "" && isDir(fsys, home):
+		j = jdk(fsys, home, s.Path)
+	case home != "":
+		j = jdk(fsys, "", s.Path)
+		via = "java on PATH: " + via + " is " + strconv.Quote(home) + ", not a directory"
+	default:
+		j = jdk(fsys, "", s.Path)
+		via = "java on PATH (no " + keyJavaHome + " in " + file + ", no JAVA_HOME)"
+	}
+	j.Via = via
+	if c.ignored != "" {
+		j.Via += "; " + c.ignored
+	}
+	return j
+}
+
+func isDir(fsys fs.FS, name string) bool {
+	if !path.IsAbs(name) {
+		return false // relative to the scripts' working directory: not modelled
+	}
+	_, info, err := payload.Resolve(fsys, rel(name))
+	return err == nil && info.IsDir()
+}
