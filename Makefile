@@ -44,7 +44,7 @@ test-jvm:
 
 # Real containers: needs an engine at DOCKER_HOST (podman's API service in CI).
 image-test:
-	go test -tags imagesuite -count=1 -v ./images/suite/
+	TESTCONTAINERS_RYUK_DISABLED=true go test -tags imagesuite -count=1 -timeout 40m -v ./images/suite/
 
 # Hand-off time against the JVM-side check, the minimal reader and a bare
 # exec, alternated in one run, on a real distribution's lib (BENCH_FLINK)

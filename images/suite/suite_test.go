@@ -1,13 +1,15 @@
 //go:build imagesuite
 
 // Package suite runs StreamFusion images in a real container engine: test
-// images built from scratch with go-containerregistry, the StreamFusion
-// layer from bake, loaded into the engine DOCKER_HOST names (podman's API
-// service in CI) and started as Flink containers are.
+// images built from scratch with go-containerregistry (a busybox stand-in
+// for speed, and real Flink on a Debian root: realflink_test.go), the
+// StreamFusion layer from bake, loaded into the engine testcontainers-go
+// finds (DOCKER_HOST, Docker contexts, ~/.testcontainers.properties;
+// podman's API service in CI) and started with testcontainers-go as Flink
+// containers are.
 package suite
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -18,16 +20,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	dockerimage "github.com/docker/docker/api/types/image"
-	"github.com/docker/docker/client"
-	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/testcontainers/testcontainers-go"
+	tclog "github.com/testcontainers/testcontainers-go/log"
+	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
@@ -35,7 +38,7 @@ import (
 )
 
 var (
-	engine     *client.Client
+	engine     *testcontainers.DockerClient
 	entrypoint []byte
 	busybox    v1.Layer
 	bindir     string // entrypoint and streamfusion, built for the suite
@@ -72,13 +75,20 @@ func setup(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "image suite:", err)
 		return 1
 	}
-	// The engine comes from DOCKER_HOST or the client's usual configuration.
-	engine, err = client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		_, err = engine.Ping(ctx)
-		cancel()
+	// Testcontainers' reaper (Ryuk) is an image that cannot be pulled here:
+	// off unless the environment says otherwise (the Makefile sets it).
+	if os.Getenv("TESTCONTAINERS_RYUK_DISABLED") == "" {
+		os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
 	}
+	// The engine comes from testcontainers' usual configuration: DOCKER_HOST,
+	// Docker contexts, ~/.testcontainers.properties; images are loaded with
+	// the same client the containers are started with.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	engine, err = testcontainers.NewDockerClientWithOpts(ctx)
+	if err == nil {
+		_, err = engine.Ping(ctx, client.PingOptions{})
+	}
+	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "image suite: no container engine (DOCKER_HOST=%q): %v\n"+
 			"start one, for example: podman system service --time=0 unix:///run/podman/podman.sock & export DOCKER_HOST=unix:///run/podman/podman.sock\n",
@@ -134,7 +144,7 @@ func inject(t *testing.T, img v1.Image, jars map[string][]byte) v1.Image {
 }
 
 // load loads images into the engine under tags.
-func load(t *testing.T, imgs map[string]v1.Image) {
+func load(t testing.TB, imgs map[string]v1.Image) {
 	t.Helper()
 	refs := map[name.Reference]v1.Image{}
 	for tag, img := range imgs {
@@ -153,16 +163,16 @@ func load(t *testing.T, imgs map[string]v1.Image) {
 
 // loadTarball loads a `docker save` style tarball, as docker load and
 // podman load do, and removes its tags when the test ends.
-func loadTarball(t *testing.T, r io.Reader, tags ...string) {
+func loadTarball(t testing.TB, r io.Reader, tags ...string) {
 	t.Helper()
 	resp, err := engine.ImageLoad(context.Background(), r)
 	require.NoError(t, err)
-	out, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	out, _ := io.ReadAll(resp)
+	resp.Close()
 	require.NotContains(t, string(out), "errorDetail", string(out))
 	t.Cleanup(func() {
 		for _, tag := range tags {
-			_, _ = engine.ImageRemove(context.Background(), tag, dockerimage.RemoveOptions{Force: true})
+			_, _ = engine.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true})
 		}
 	})
 }
@@ -187,33 +197,33 @@ func (r run) start(t *testing.T) outcome {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := &container.Config{Image: r.image, Cmd: r.cmd, User: r.user, Env: r.env}
-	if r.entrypoint != nil {
-		cfg.Entrypoint = r.entrypoint
+	env := map[string]string{}
+	for _, kv := range r.env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
 	}
-	hc := &container.HostConfig{ReadonlyRootfs: r.readOnly, NetworkMode: "none"}
-	if r.termLog != "" {
-		hc.Binds = []string{r.termLog + ":/dev/termination-log"}
-	}
-	created, err := engine.ContainerCreate(ctx, cfg, hc, nil, nil, "")
+	c, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
+		ContainerRequest: testcontainers.ContainerRequest{
+			Image: r.image, Entrypoint: r.entrypoint, Cmd: r.cmd, Env: env,
+			ConfigModifier: func(c *container.Config) { c.User = r.user },
+			HostConfigModifier: func(hc *container.HostConfig) {
+				hc.ReadonlyRootfs = r.readOnly
+				hc.NetworkMode = "none"
+				if r.termLog != "" {
+					hc.Binds = []string{r.termLog + ":/dev/termination-log"}
+				}
+			},
+			WaitingFor: wait.ForExit().WithExitTimeout(time.Minute),
+		},
+		Started: true,
+		Logger:  tclog.TestLogger(t),
+	})
+	testcontainers.CleanupContainer(t, c)
 	require.NoError(t, err)
-	defer engine.ContainerRemove(context.Background(), created.ID, container.RemoveOptions{Force: true})
-	require.NoError(t, engine.ContainerStart(ctx, created.ID, container.StartOptions{}))
-	waitC, errC := engine.ContainerWait(ctx, created.ID, container.WaitConditionNotRunning)
-	select {
-	case <-waitC:
-	case err := <-errC:
-		require.NoError(t, err)
-	}
-	// Read the status from inspect: podman's compat API is the reference here.
-	info, err := engine.ContainerInspect(ctx, created.ID)
+	// The status comes from inspect: podman's compat API is the reference here.
+	st, err := c.State(ctx)
 	require.NoError(t, err)
-	rc, err := engine.ContainerLogs(ctx, created.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	require.NoError(t, err)
-	defer rc.Close()
-	var stdout, stderr bytes.Buffer
-	_, _ = stdcopy.StdCopy(&stdout, &stderr, rc)
-	return outcome{code: info.State.ExitCode, logs: stdout.String() + stderr.String()}
+	return outcome{code: st.ExitCode, logs: logsOf(t, c)}
 }
 
 func tagOf(h line, what string) string {
@@ -286,49 +296,52 @@ func other(l string) string {
 	return "2.2"
 }
 
+// conflict is a JAR set injected into a good image: what bake would refuse.
+type conflict struct {
+	name string
+	jars func(h line) map[string][]byte
+	want []string // in the logs, besides the paths
+}
+
+var conflictCases = []conflict{
+	{"loader of the other line", func(h line) map[string][]byte {
+		p := testkit.Loader(other(h.line), "0.1.0")
+		return map[string][]byte{testkit.Loader(h.line, "0.1.0").FileName(): p.Bytes()}
+	}, []string{"[payload-line]", "line " + "%other%"}},
+	{"embedded core of another release", func(h line) map[string][]byte {
+		l := testkit.Loader(h.line, "0.1.0")
+		c := testkit.Core(h.line, "0.0.9")
+		l.Embedded = &c
+		return map[string][]byte{l.FileName(): l.Bytes()}
+	}, []string{"[loader-embedded-mismatch]", "version 0.0.9, loader version 0.1.0"}},
+	{"runtime core of another release", func(h line) map[string][]byte {
+		c := testkit.Core(h.line, "0.2.0")
+		return map[string][]byte{testkit.Core(h.line, "0.1.0").FileName(): c.Bytes()}
+	}, []string{"[core-mismatch]", "streamfusion-core 0.2.0"}},
+	{"renamed extension of the other line", func(h line) map[string][]byte {
+		return map[string][]byte{"kafka-connector.jar": testkit.Extension("avro", other(h.line), "0.1.0").Bytes()}
+	}, []string{"[payload-line]", "line %other%", "kafka-connector.jar"}},
+	{"renamed extension without marker", func(h line) map[string][]byte {
+		e := testkit.Extension("avro", h.line, "0.1.0")
+		e.NoMarker = true
+		return map[string][]byte{"udfs.jar": e.Bytes()}
+	}, []string{"[payload-unversioned]", "udfs.jar"}},
+	{"renamed extension of another release", func(h line) map[string][]byte {
+		return map[string][]byte{"zz-avro.jar": testkit.Extension("avro", h.line, "0.2.0").Bytes()}
+	}, []string{"[payload-version]", "version 0.2.0", "zz-avro.jar"}},
+}
+
 func TestConflictsStopFlinkAtTheDoor(t *testing.T) {
-	type conflict struct {
-		name string
-		jars func(h line) map[string][]byte
-		want []string // in the logs, besides the paths
-	}
-	conflicts := []conflict{
-		{"loader of the other line", func(h line) map[string][]byte {
-			p := testkit.Loader(other(h.line), "0.1.0")
-			return map[string][]byte{testkit.Loader(h.line, "0.1.0").FileName(): p.Bytes()}
-		}, []string{"[payload-line]", "line " + "%other%"}},
-		{"embedded core of another release", func(h line) map[string][]byte {
-			l := testkit.Loader(h.line, "0.1.0")
-			c := testkit.Core(h.line, "0.0.9")
-			l.Embedded = &c
-			return map[string][]byte{l.FileName(): l.Bytes()}
-		}, []string{"[loader-embedded-mismatch]", "version 0.0.9, loader version 0.1.0"}},
-		{"runtime core of another release", func(h line) map[string][]byte {
-			c := testkit.Core(h.line, "0.2.0")
-			return map[string][]byte{testkit.Core(h.line, "0.1.0").FileName(): c.Bytes()}
-		}, []string{"[core-mismatch]", "streamfusion-core 0.2.0"}},
-		{"renamed extension of the other line", func(h line) map[string][]byte {
-			return map[string][]byte{"kafka-connector.jar": testkit.Extension("avro", other(h.line), "0.1.0").Bytes()}
-		}, []string{"[payload-line]", "line %other%", "kafka-connector.jar"}},
-		{"renamed extension without marker", func(h line) map[string][]byte {
-			e := testkit.Extension("avro", h.line, "0.1.0")
-			e.NoMarker = true
-			return map[string][]byte{"udfs.jar": e.Bytes()}
-		}, []string{"[payload-unversioned]", "udfs.jar"}},
-		{"renamed extension of another release", func(h line) map[string][]byte {
-			return map[string][]byte{"zz-avro.jar": testkit.Extension("avro", h.line, "0.2.0").Bytes()}
-		}, []string{"[payload-version]", "version 0.2.0", "zz-avro.jar"}},
-	}
 	imgs := map[string]v1.Image{}
 	for _, h := range hosts {
 		good := baked(t, h)
-		for i, c := range conflicts {
+		for i, c := range conflictCases {
 			imgs[tagOf(h, fmt.Sprintf("conflict%d", i))] = inject(t, good, c.jars(h))
 		}
 	}
 	load(t, imgs)
 	for _, h := range hosts {
-		for i, c := range conflicts {
+		for i, c := range conflictCases {
 			t.Run(h.flink+"/"+c.name, func(t *testing.T) {
 				termLog := filepath.Join(t.TempDir(), "termination-log")
 				require.NoError(t, os.WriteFile(termLog, nil, 0o666))
