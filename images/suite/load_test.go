@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	dockerimage "github.com/docker/docker/api/types/image"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -39,7 +39,7 @@ func TestBakeLoadIntoTheEngine(t *testing.T) {
 		require.NoError(t, os.WriteFile(f, p.Payload.Bytes(), 0o644))
 		args = append(args, "--payload", f)
 	}
-	t.Cleanup(func() { _, _ = engine.ImageRemove(context.Background(), tag, dockerimage.RemoveOptions{Force: true}) })
+	t.Cleanup(func() { _, _ = engine.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true}) })
 	cmd := osexec.Command(filepath.Join(bindir, "streamfusion"), args...)
 	cmd.Env = append(os.Environ(), "DOCKER_HOST="+engine.DaemonHost())
 	out, err := cmd.CombinedOutput()
