@@ -35,6 +35,9 @@ type Settings struct {
 	Locale     string // the collation locale (LC_ALL, LC_COLLATE, LANG); see OrderFor
 	Order      Order  // classpath order; nil: the order of Locale
 	Workers    int    // JARs read at once; 0: 2
+	// ReadJAR reads one JAR of fsys; nil: payload.Open. The image tooling
+	// answers from facts it read from the layers, without the bytes.
+	ReadJAR func(fsys fs.FS, name string, opt payload.Options) *payload.JAR
 }
 
 // FromConfig returns the settings of the entrypoint's configuration on a
@@ -108,7 +111,7 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 		plugins, _ = List(fsys, s.PluginsDir)
 	}
 	all := append(append(append([]string(nil), names...), usrlib...), plugins...)
-	jars, err := readAll(ctx, fsys, all, s.Workers, progress)
+	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +124,12 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 func isDist(name string) bool { return admission.IsDist(path.Base(name)) }
 
 // readAll reads every JAR, a few at a time, keeping their order.
-func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progress *Progress) ([]*payload.JAR, error) {
+func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, progress *Progress) ([]*payload.JAR, error) {
 	if workers <= 0 {
 		workers = 2
+	}
+	if read == nil {
+		read = payload.Open
 	}
 	out := make([]*payload.JAR, len(names))
 	next := make(chan int)
@@ -139,7 +145,7 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progr
 					continue
 				}
 				progress.begin("/" + names[i])
-				out[i] = payload.Open(fsys, names[i], payload.Options{Properties: isDist(names[i])})
+				out[i] = read(fsys, names[i], payload.Options{Properties: isDist(names[i])})
 				progress.end("/" + names[i])
 			}
 		}()

@@ -156,8 +156,14 @@ var ErrConfig = errors.New("image settings")
 
 // Verify decides on an image as the entrypoint would when a container of it
 // starts: the settings come from the image's Env, the platform from its
-// config, the files from its layers.
+// config, the files from its layers, each read once with the default
+// options (no cache, no progress).
 func Verify(ctx context.Context, img v1.Image) (*Result, error) {
+	return VerifyOptions{}.Verify(ctx, img)
+}
+
+// Verify is Verify with these options.
+func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error) {
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("read image config: %w", err)
@@ -166,12 +172,19 @@ func Verify(ctx context.Context, img v1.Image) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	fsys, err := Flatten(img, wanted(c))
+	sel := newSelection(c)
+	facts, err := o.readFacts(ctx, img, sel)
 	if err != nil {
 		return nil, err
 	}
+	return decide(ctx, cfg, c, merge(facts))
+}
+
+// decide runs the entrypoint's own gathering and rules on a merged view.
+func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view) (*Result, error) {
 	s := host.FromConfig(c, cfg.OS, cfg.Architecture)
-	facts, err := host.Gather(ctx, fsys, s, nil)
+	s.ReadJAR = v.readJAR
+	facts, err := host.Gather(ctx, v.fsys, s, nil)
 	if err != nil {
 		return nil, err
 	}
