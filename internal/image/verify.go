@@ -13,7 +13,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
@@ -44,7 +43,7 @@ func Open(ctx context.Context, ref string, opts ...remote.Option) (*Source, erro
 			}
 			return fromLayoutIndex(ref, idx)
 		}
-		img, err := tarball.ImageFromPath(ref, nil)
+		img, err := openTarball(ref)
 		if err != nil {
 			return nil, fmt.Errorf("open image tarball %s: %w", ref, err)
 		}
