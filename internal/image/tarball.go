@@ -121,7 +121,7 @@ type rawTarball struct {
 	err      error
 }
 
-func (r *rawTarball) RawConfigFile() ([]byte, error)     { return r.config, nil }
+func (r *rawTarball) RawConfigFile() ([]byte, error)      { return r.config, nil }
 func (r *rawTarball) MediaType() (types.MediaType, error) { return types.DockerManifestSchema2, nil }
 
 func (r *rawTarball) RawManifest() ([]byte, error) {
