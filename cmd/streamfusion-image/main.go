@@ -24,12 +24,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 )
 
@@ -120,7 +118,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	code := 0
 	var all []verified
 	for _, p := range imgs {
-		res, err := image.Verify(ctx, p.Image)
+		res, err := readOptions(stderr).Verify(ctx, p.Image)
 		if err != nil {
 			fmt.Fprintf(stderr, "streamfusion-image: %s: %v\n", p.Platform.String(), err)
 			if errors.Is(err, image.ErrConfig) {
@@ -194,7 +192,7 @@ func bake(ctx context.Context, args []string, getenv func(string) string, stdout
 			return exitUsage
 		}
 	}
-	opt := image.BakeOptions{Epoch: epoch, BaseName: *base}
+	opt := image.BakeOptions{Epoch: epoch, BaseName: *base, Read: readOptions(stderr)}
 	for _, p := range payloads {
 		data, err := os.ReadFile(p)
 		if err != nil {
@@ -207,6 +205,17 @@ func bake(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err != nil {
 		fmt.Fprintln(stderr, "streamfusion-image:", err)
 		return exitFailure
+	}
+	// Fail fast: payloads and the output are checked before the base is read.
+	if err := image.CheckPayloads(opt.Payloads); err != nil {
+		fmt.Fprintln(stderr, "streamfusion-image:", err)
+		return exitUsage
+	}
+	for _, o := range []string{*output, *layoutDir} {
+		if err := image.CheckOutput(o); o != "" && err != nil {
+			fmt.Fprintln(stderr, "streamfusion-image:", err)
+			return exitUsage
+		}
 	}
 	src, err := image.Open(ctx, *base, options...)
 	if err != nil {
@@ -222,7 +231,7 @@ func bake(ctx context.Context, args []string, getenv func(string) string, stdout
 		}
 		return exitFailure
 	}
-	if err := write(ctx, baked, idx, *output, *tarName, *tag, *layoutDir); err != nil {
+	if err := write(ctx, stderr, baked, idx, *output, *tarName, *tag, *layoutDir); err != nil {
 		fmt.Fprintln(stderr, "streamfusion-image:", err)
 		return exitFailure
 	}
@@ -271,7 +280,17 @@ func loadEntrypointsFrom(dir string) (map[string][]byte, error) {
 	return map[string][]byte{"amd64": data, "arm64": data}, nil
 }
 
-func write(ctx context.Context, baked []image.Platformed, idx v1.ImageIndex, output, tarName, tag, layoutDir string) error {
+// readOptions: the layer-facts cache under the user cache directory
+// (STREAMFUSION_NO_CACHE=1 turns it off), progress on stderr.
+func readOptions(stderr io.Writer) image.VerifyOptions {
+	o := image.VerifyOptions{Progress: image.ProgressPrinter(stderr)}
+	if os.Getenv("STREAMFUSION_NO_CACHE") == "" {
+		o.Cache, _ = layercache.Default()
+	}
+	return o
+}
+
+func write(ctx context.Context, stderr io.Writer, baked []image.Platformed, idx v1.ImageIndex, output, tarName, tag, layoutDir string) error {
 	switch {
 	case output != "":
 		if idx != nil && len(baked) != 1 {
@@ -281,25 +300,19 @@ func write(ctx context.Context, baked []image.Platformed, idx v1.ImageIndex, out
 		if err != nil {
 			return err
 		}
-		return tarball.WriteToFile(output, ref, baked[0].Image)
+		return image.WriteTarball(output, ref, baked[0].Image)
 	case tag != "":
 		ref, err := name.ParseReference(tag)
 		if err != nil {
 			return err
 		}
-		opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, options...)
+		progress := image.PushProgress(image.ProgressPrinter(stderr))
+		opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithProgress(progress)}, options...)
 		if idx != nil {
 			return remote.WriteIndex(ref, idx, opts...)
 		}
 		return remote.Write(ref, baked[0].Image, opts...)
 	default:
-		p, err := layout.Write(layoutDir, empty.Index)
-		if err != nil {
-			return err
-		}
-		if idx != nil {
-			return p.AppendIndex(idx)
-		}
-		return p.AppendImage(baked[0].Image)
+		return image.WriteLayout(layoutDir, baked[0].Image, idx)
 	}
 }
