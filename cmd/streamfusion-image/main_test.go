@@ -332,9 +332,9 @@ func TestBakeFailsFast(t *testing.T) {
 		args []string
 		want string
 	}{
-		"missing output folder": {append([]string{"--output", filepath.Join(dir, "missing", "x.tar")}, payloadFiles(t, nil)...), "missing"},
-		"missing layout parent": {append([]string{"--layout", filepath.Join(dir, "missing", "layout")}, payloadFiles(t, nil)...), "missing"},
-		"payloads of two lines": {append([]string{"--output", filepath.Join(dir, "x.tar")}, mixed...), "bake payloads of one release and one line"},
+		"missing output folder":    {append([]string{"--output", filepath.Join(dir, "missing", "x.tar")}, payloadFiles(t, nil)...), "missing"},
+		"missing layout parent":    {append([]string{"--layout", filepath.Join(dir, "missing", "layout")}, payloadFiles(t, nil)...), "missing"},
+		"payloads of two lines":    {append([]string{"--output", filepath.Join(dir, "x.tar")}, mixed...), "bake payloads of one release and one line"},
 		"a payload that is no JAR": {[]string{"--output", filepath.Join(dir, "x.tar"), "--payload", notJAR}, "notes.jar"},
 	} {
 		t.Run(name, func(t *testing.T) {
