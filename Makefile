@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist test test-real image-test bench lint demo fuzz clean
+.PHONY: build dist test test-real image-test bench bench-image lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion-image
 
@@ -44,6 +44,14 @@ bench: build
 	mkdir -p bin/bench-jvm && javac -d bin/bench-jvm bench/jvm/JarCheck.java
 	go run ./bench/compare -bin bin -runs $(BENCH_RUNS)
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
+
+# streamfusion-image on a ~700 MB image built from parts, from a tarball, an
+# OCI layout and a loopback registry, against a floor that reads every layer
+# once. The image is kept in $TMPDIR/streamfusion-imagebench. See
+# docs/performance.md.
+bench-image: build
+	go build -o bin/bench-image ./bench/imagebench
+	bin/bench-image -bin bin
 
 lint:
 	go vet -tags imagesuite,realjars ./...
