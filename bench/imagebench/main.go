@@ -26,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -164,7 +165,7 @@ func run(bin, work string, sources []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(nil)), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	defer srv.Close()
 	regBase := l.Addr().String() + "/flink:base"

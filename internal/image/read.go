@@ -45,7 +45,7 @@ func (o VerifyOptions) report(u Update) {
 	}
 }
 
-// countingReader reports the bytes read through it, at most every 4 MiB.
+// countingReader reports the bytes read through it, at most every MiB.
 type countingReader struct {
 	r     io.Reader
 	n     int64
@@ -56,7 +56,7 @@ type countingReader struct {
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
-	if c.every != nil && c.n-c.last >= 4<<20 {
+	if c.every != nil && c.n-c.last >= 1<<20 {
 		c.last = c.n
 		c.every(c.n)
 	}
@@ -118,13 +118,13 @@ func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selecti
 	}
 	close(next)
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, err := range errs {
+	for _, err := range errs { // they name the layer
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
