@@ -32,6 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +64,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory of streamfusion-image, entrypoint and bench-image")
 	work := flag.String("work", filepath.Join(os.TempDir(), "streamfusion-imagebench"), "where the image is written (kept across runs)")
 	sources := flag.String("sources", "tarball,layout,registry", "sources to measure")
+	flag.IntVar(&runs, "runs", runs, "runs of each measurement (the median counts)")
 	flag.Parse()
 	if err := run(*bin, *work, strings.Split(*sources, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "imagebench:", err)
@@ -123,8 +125,25 @@ type result struct {
 	rss  int64   // KB
 }
 
-// timed runs argv under GNU time with env added.
+// runs is how many times each measurement is repeated; the median counts.
+var runs = 3
+
+// timed runs argv under GNU time with env added, runs times, and returns
+// the run of median wall time.
 func timed(env []string, argv ...string) (result, error) {
+	var rs []result
+	for range runs {
+		r, err := timedOnce(env, argv...)
+		if err != nil {
+			return r, err
+		}
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].wall < rs[j].wall })
+	return rs[len(rs)/2], nil
+}
+
+func timedOnce(env []string, argv ...string) (result, error) {
 	out, err := os.CreateTemp("", "imagebench-time-")
 	if err != nil {
 		return result{}, err

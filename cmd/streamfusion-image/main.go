@@ -36,7 +36,8 @@ const usage = `usage:
   streamfusion-image bake --base IMAGE (--output FILE | --tag REF | --layout DIR)
                           [--payload JAR]... [--entrypoint PATH] [--platform OS/ARCH]
 
-IMAGE is a registry reference, a 'docker save' tarball or an OCI layout directory.
+IMAGE is a registry reference, a 'docker save' tarball, an OCI layout directory
+or docker-daemon:REF, an image of the container engine at DOCKER_HOST.
 verify exits 0 when every image would start, 78 when one would be refused.
 `
 
@@ -110,6 +111,7 @@ func verify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "streamfusion-image:", err)
 		return exitFailure
 	}
+	defer src.Close()
 	imgs, err := src.Images(want)
 	if err != nil {
 		fmt.Fprintln(stderr, "streamfusion-image:", err)
@@ -222,6 +224,7 @@ func bake(ctx context.Context, args []string, getenv func(string) string, stdout
 		fmt.Fprintln(stderr, "streamfusion-image:", err)
 		return exitFailure
 	}
+	defer src.Close()
 	baked, idx, err := image.BakeAll(ctx, src, want, entrypoints, opt)
 	if err != nil {
 		fmt.Fprintln(stderr, "streamfusion-image:", err)

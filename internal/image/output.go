@@ -80,8 +80,9 @@ func CheckOutput(p string) error {
 
 // WriteTarball writes img as a `docker save` tarball at file, all or
 // nothing: into a temporary file beside it, renamed into place when
-// complete. Layers are written as they are stored (an uncompressed base
-// layer stays uncompressed).
+// complete (not synced: like docker save and crane, it leaves durability
+// to the file system). Layers are written as they are stored (an
+// uncompressed base layer stays uncompressed).
 func WriteTarball(file string, ref name.Reference, img v1.Image, opts ...tarball.WriteOption) error {
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".tmp-*")
 	if err != nil {
@@ -89,10 +90,6 @@ func WriteTarball(file string, ref name.Reference, img v1.Image, opts ...tarball
 	}
 	defer os.Remove(tmp.Name()) // after the rename: nothing there
 	if err := tarball.Write(ref, img, tmp, opts...); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -26,11 +26,18 @@ type Source struct {
 	Image v1.Image      // set for a single image
 	Index v1.ImageIndex // set for an index
 	Name  name.Reference
+
+	cleanup func()
 }
 
 // Open resolves ref: an OCI image layout directory, a `docker save` style
-// tarball, or a registry reference (credentials from the default keychain).
+// tarball, an image of the local container engine (docker-daemon:REF), or
+// a registry reference (credentials from the default keychain). Close the
+// source when done.
 func Open(ctx context.Context, ref string, opts ...remote.Option) (*Source, error) {
+	if r, ok := strings.CutPrefix(ref, DaemonPrefix); ok {
+		return fromDaemon(ctx, r, "")
+	}
 	if info, err := os.Stat(ref); err == nil {
 		if info.IsDir() {
 			p, err := layout.FromPath(ref)
