@@ -62,7 +62,7 @@ lint:
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested \
-	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten
+	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten internal/image:FuzzScanLayer
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; go test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME); done

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -207,6 +208,7 @@ func (s *selection) hides(name string) bool {
 
 // scanner reads layers; it keeps one buffer and one spool file.
 type scanner struct {
+	ctx     context.Context // nil: never cancelled
 	sel     *selection
 	tempDir string
 	buf     []byte
@@ -216,7 +218,6 @@ type scanner struct {
 func (s *scanner) close() {
 	if s.spool != nil {
 		s.spool.Close()
-		os.Remove(s.spool.Name())
 		s.spool = nil
 	}
 }
@@ -264,6 +265,9 @@ func (s *scanner) scan(blob io.Reader, diffID string) (*layerFacts, error) {
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read tar: %w", err)
+		}
+		if s.ctx != nil && s.ctx.Err() != nil {
+			return nil, s.ctx.Err()
 		}
 		if err := s.entry(lf, tr, hd); err != nil {
 			return nil, err
@@ -362,6 +366,8 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 			if err != nil {
 				return nil, fmt.Errorf("spool: %w", err)
 			}
+			// Unlinked at once: nothing is left behind, whatever ends the run.
+			os.Remove(f.Name())
 			s.spool = f
 		}
 		if err := s.spool.Truncate(0); err != nil {

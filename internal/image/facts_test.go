@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -130,4 +131,45 @@ func TestScanChecksTheDiffID(t *testing.T) {
 	_, err := s.scan(bytes.NewReader(buf.Bytes()), "sha256:"+string(bytes.Repeat([]byte("0"), 64)))
 	require.ErrorIs(t, err, ErrLayer)
 	assert.Contains(t, err.Error(), "its config says sha256:000")
+}
+
+// FuzzScanLayer: whatever a layer holds, the scan returns facts whose
+// names stay below the root, or an error; it never panics.
+func FuzzScanLayer(f *testing.F) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	jar := testkit.Core("2.2", "0.1.0").Bytes()
+	for _, h := range []*tar.Header{
+		{Name: "opt/flink/lib/a.jar", Typeflag: tar.TypeReg, Size: int64(len(jar)), Mode: 0o644},
+		{Name: "opt/flink/lib/.wh.b.jar", Typeflag: tar.TypeReg, Mode: 0o644},
+		{Name: "opt/flink/plugins/.wh..wh..opq", Typeflag: tar.TypeReg, Mode: 0o644},
+		{Name: "opt/java/openjdk/release", Typeflag: tar.TypeReg, Size: 3, Mode: 0o644},
+		{Name: "lib64", Typeflag: tar.TypeSymlink, Linkname: "usr/lib64"},
+		{Name: "opt/flink/lib/h.jar", Typeflag: tar.TypeLink, Linkname: "opt/flink/lib/a.jar"},
+	} {
+		_ = tw.WriteHeader(h)
+		switch h.Size {
+		case 3:
+			_, _ = tw.Write([]byte("v=1"))
+		case int64(len(jar)):
+			_, _ = tw.Write(jar)
+		}
+	}
+	_ = tw.Close()
+	f.Add(buf.Bytes())
+	sel := newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := &scanner{sel: sel, tempDir: t.TempDir()}
+		defer s.close()
+		lf, err := s.scan(bytes.NewReader(data), "")
+		if err != nil {
+			return
+		}
+		for _, n := range lf.Nodes {
+			if n.Name == ".." || strings.HasPrefix(n.Name, "../") || strings.HasPrefix(n.Name, "/") {
+				t.Fatalf("entry %q escapes the root", n.Name)
+			}
+		}
+		_ = merge([]*layerFacts{lf})
+	})
 }

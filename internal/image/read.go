@@ -103,7 +103,7 @@ func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selecti
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := &scanner{sel: sel, tempDir: o.TempDir}
+			s := &scanner{ctx: ctx, sel: sel, tempDir: o.TempDir}
 			defer s.close()
 			for i := range next {
 				out[i], errs[i] = o.layer(s, i, layers, diffIDs[i].String(), report)
