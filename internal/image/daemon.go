@@ -24,7 +24,7 @@ func fromDaemon(ctx context.Context, ref, tempDir string) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("container engine: %w", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	rc, err := c.ImageSave(ctx, []string{ref})
 	if err != nil {
 		return nil, fmt.Errorf("export %s from the container engine: %w", ref, err)
@@ -34,7 +34,7 @@ func fromDaemon(ctx context.Context, ref, tempDir string) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	remove := func() { os.Remove(f.Name()) }
+	remove := func() { _ = os.Remove(f.Name()) }
 	_, cerr := io.Copy(f, rc)
 	if err := errors.Join(cerr, f.Close()); err != nil {
 		remove()
@@ -50,10 +50,9 @@ func fromDaemon(ctx context.Context, ref, tempDir string) (*Source, error) {
 
 // Close releases what opening the source took: the exported tarball of
 // an engine image. Other sources hold nothing.
-func (s *Source) Close() error {
+func (s *Source) Close() {
 	if s != nil && s.cleanup != nil {
 		s.cleanup()
 		s.cleanup = nil
 	}
-	return nil
 }

@@ -236,7 +236,7 @@ func decompress(r io.Reader) (io.Reader, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return zr, func() { zr.Close() }, nil
+		return zr, func() { _ = zr.Close() }, nil
 	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 		if err != nil {
@@ -367,7 +367,7 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 				return nil, fmt.Errorf("spool: %w", err)
 			}
 			// Unlinked at once: nothing is left behind, whatever ends the run.
-			os.Remove(f.Name())
+			_ = os.Remove(f.Name())
 			s.spool = f
 		}
 		if err := s.spool.Truncate(0); err != nil {

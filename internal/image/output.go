@@ -88,7 +88,7 @@ func WriteTarball(file string, ref name.Reference, img v1.Image, opts ...tarball
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // after the rename: nothing there
+	defer func() { _ = os.Remove(tmp.Name()) }() // after the rename: nothing there
 	if err := tarball.Write(ref, img, tmp, opts...); err != nil {
 		tmp.Close()
 		return err
@@ -110,7 +110,7 @@ func WriteLayout(dir string, img v1.Image, idx v1.ImageIndex) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	p, err := layout.Write(tmp, empty.Index)
 	if err != nil {
 		return err
@@ -123,6 +123,6 @@ func WriteLayout(dir string, img v1.Image, idx v1.ImageIndex) error {
 	if err != nil {
 		return err
 	}
-	os.Remove(dir) // an empty directory given as the target
+	_ = os.Remove(dir) // an empty directory given as the target
 	return os.Rename(tmp, dir)
 }

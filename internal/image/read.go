@@ -39,12 +39,6 @@ type VerifyOptions struct {
 	Workers int
 }
 
-func (o VerifyOptions) report(u Update) {
-	if o.Progress != nil {
-		o.Progress(u)
-	}
-}
-
 // countingReader reports the bytes read through it, at most every MiB.
 type countingReader struct {
 	r     io.Reader

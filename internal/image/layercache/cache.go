@@ -87,11 +87,11 @@ func (c *Cache) Put(key string, data []byte) error {
 	_, werr := tmp.Write(data)
 	cerr := tmp.Close()
 	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("layer cache: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), c.file(key)); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("layer cache: %w", err)
 	}
 	return c.evict()
@@ -122,7 +122,7 @@ func (c *Cache) evict() error {
 		}
 		if strings.HasPrefix(e.Name(), ".tmp-") {
 			if time.Since(info.ModTime()) > time.Hour {
-				os.Remove(filepath.Join(c.Dir, e.Name()))
+				_ = os.Remove(filepath.Join(c.Dir, e.Name()))
 			}
 			continue
 		}
