@@ -309,12 +309,15 @@ func write(ctx context.Context, stderr io.Writer, baked []image.Platformed, idx 
 		if err != nil {
 			return err
 		}
-		progress := image.PushProgress(image.ProgressPrinter(stderr))
+		progress, wait := image.PushProgress(image.ProgressPrinter(stderr))
 		opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithProgress(progress)}, options...)
 		if idx != nil {
-			return remote.WriteIndex(ref, idx, opts...)
+			err = remote.WriteIndex(ref, idx, opts...)
+		} else {
+			err = remote.Write(ref, baked[0].Image, opts...)
 		}
-		return remote.Write(ref, baked[0].Image, opts...)
+		wait()
+		return err
 	default:
 		return image.WriteLayout(layoutDir, baked[0].Image, idx)
 	}

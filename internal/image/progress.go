@@ -56,11 +56,13 @@ func short(d string) string {
 }
 
 // PushProgress turns go-containerregistry's push updates (for
-// remote.WithProgress) into Updates for report; the push closes the
-// channel when it ends.
-func PushProgress(report func(Update)) chan<- v1.Update {
+// remote.WithProgress) into Updates for report. The push closes the
+// channel when it ends; wait returns once every update is reported.
+func PushProgress(report func(Update)) (updates chan<- v1.Update, wait func()) {
 	ch := make(chan v1.Update, 16)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for u := range ch {
 			if report != nil {
 				report(Update{Op: "push", Layer: 1, Layers: 1, Digest: "image", Done: u.Complete, Total: u.Total,
@@ -68,5 +70,5 @@ func PushProgress(report func(Update)) chan<- v1.Update {
 			}
 		}
 	}()
-	return ch
+	return ch, func() { <-done }
 }
