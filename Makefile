@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist flink-dist test test-real test-jvm image-test bench lint demo fuzz clean
+.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion
 
@@ -62,6 +62,14 @@ bench: build
 	go run ./bench/compare -bin bin -runs $(BENCH_RUNS) -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales '$(BENCH_SCALES)'
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
 
+# streamfusion-image on a ~700 MB image built from parts, from a tarball, an
+# OCI layout and a loopback registry, against a floor that reads every layer
+# once. The image is kept in $TMPDIR/streamfusion-imagebench. See
+# docs/performance.md.
+bench-image: build
+	go build -o bin/bench-image ./bench/imagebench
+	bin/bench-image -bin bin
+
 lint:
 	go vet -tags imagesuite,realjars,jvmoracle ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -73,7 +81,7 @@ lint:
 # would spend a short run's whole budget on one input.
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
-	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten
+	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten internal/image:FuzzScanLayer
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; go test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s; done

@@ -69,7 +69,7 @@ SOURCE_DATE_EPOCH sets every timestamp bake writes (reproducible digests).`,
 	return c
 }
 
-func (o *bakeOptions) sink() (image.Sink, error) {
+func (o *bakeOptions) sink(c *cobra.Command) (image.Sink, error) {
 	n := 0
 	for _, set := range []bool{o.Output != "", o.Tag != "", o.Layout != "", o.Load} {
 		if set {
@@ -94,13 +94,13 @@ func (o *bakeOptions) sink() (image.Sink, error) {
 		if err != nil {
 			return nil, usagef("--tag %q: %v", o.Tag, err)
 		}
-		return image.RegistrySink{Ref: ref, Options: remoteOptions}, nil
+		return image.RegistrySink{Ref: ref, Options: remoteOptions, Progress: image.ProgressPrinter(c.ErrOrStderr())}, nil
 	}
 	return image.LayoutSink{Dir: o.Layout}, nil
 }
 
 func (o *bakeOptions) run(c *cobra.Command, env []string) error {
-	sink, err := o.sink()
+	sink, err := o.sink(c)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 	if err != nil {
 		return err
 	}
-	opt := image.BakeOptions{BaseName: base}
+	opt := image.BakeOptions{BaseName: base, Read: readOptions(c, env)}
 	if s, ok := config.Lookup(env, "SOURCE_DATE_EPOCH"); ok && s != "" {
 		if opt.Epoch, err = strconv.ParseInt(s, 10, 64); err != nil || opt.Epoch < 0 {
 			return usagef("SOURCE_DATE_EPOCH=%q is not a non-negative number of seconds", s)
@@ -164,10 +164,23 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 	if err != nil {
 		return err
 	}
+	// Fail fast: the payloads and the output are checked before the base is read.
+	if err := image.CheckPayloads(opt.Payloads); err != nil {
+		return usagef("%v", err)
+	}
+	for _, out := range []string{o.Output, o.Layout} {
+		if out == "" {
+			continue
+		}
+		if err := image.CheckOutput(out); err != nil {
+			return usagef("%v", err)
+		}
+	}
 	src, err := openImage(c, base)
 	if err != nil {
 		return err
 	}
+	defer src.Close()
 	baked, idx, err := image.BakeAll(c.Context(), src, want, entrypoints, opt)
 	if err != nil {
 		return err

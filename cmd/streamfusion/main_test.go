@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -35,6 +37,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")) // the layer cache of these tests only
 	for _, arch := range []string{"amd64", "arm64"} {
 		out := filepath.Join(dir, "entrypoint-linux-"+arch)
 		build := osexec.Command("go", "build", "-trimpath", "-o", out, "../entrypoint")
@@ -381,4 +384,39 @@ func TestReadmeListsTheCLIRules(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 6, n)
+}
+
+// TestBakeFailsFast: flags, payloads and the output folder are checked
+// before the base is read: the registry serving the base sees no request.
+func TestBakeFailsFast(t *testing.T) {
+	var requests atomic.Int64
+	reg := registry.New()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	base := strings.TrimPrefix(srv.URL, "http://") + "/flink:2.2.1"
+	dir := t.TempDir()
+	mixed := payloadFiles(t, nil)
+	mixed = append(mixed, payloadFiles(t, func(p *testkit.Payload) { p.Line = "1.18" })[:2]...)
+	notJAR := filepath.Join(dir, "notes.jar")
+	require.NoError(t, os.WriteFile(notJAR, []byte("not a zip"), 0o644))
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"missing output folder":    {append([]string{"--output", filepath.Join(dir, "missing", "x.tar")}, payloadFiles(t, nil)...), "missing"},
+		"missing layout parent":    {append([]string{"--layout", filepath.Join(dir, "missing", "layout")}, payloadFiles(t, nil)...), "missing"},
+		"payloads of two lines":    {append([]string{"--output", filepath.Join(dir, "x.tar")}, mixed...), "bake payloads of one release and one line"},
+		"a payload that is no JAR": {[]string{"--output", filepath.Join(dir, "x.tar"), "--payload", notJAR}, "notes.jar"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, _, stderr := cli(t, nil, append([]string{"bake", "--base", base, "--entrypoint", entrypoints["amd64"]}, tc.args...)...)
+			assert.Equal(t, 64, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+			assert.Zero(t, requests.Load(), "the base was not read")
+			assert.NoFileExists(t, filepath.Join(dir, "x.tar"))
+		})
+	}
 }

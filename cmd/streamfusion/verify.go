@@ -8,7 +8,9 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 )
 
@@ -19,6 +21,7 @@ var remoteOptions []remote.Option
 type verifyOptions struct {
 	JSON     bool
 	Platform string
+	env      []string
 }
 
 // verified is one platform's report, as `verify --json` prints it.
@@ -27,8 +30,8 @@ type verified struct {
 	Report   report.Report `json:"report"`
 }
 
-func newVerify([]string) *cobra.Command {
-	o := &verifyOptions{}
+func newVerify(env []string) *cobra.Command {
+	o := &verifyOptions{env: env}
 	c := &cobra.Command{
 		Use:   "verify [--json] [--platform OS/ARCH] IMAGE",
 		Short: "Decide whether an image would start, as its entrypoint would",
@@ -67,6 +70,7 @@ func (o *verifyOptions) run(c *cobra.Command, ref string) error {
 	if err != nil {
 		return err
 	}
+	defer src.Close()
 	imgs, err := src.Images(want)
 	if err != nil {
 		return err
@@ -75,7 +79,7 @@ func (o *verifyOptions) run(c *cobra.Command, ref string) error {
 	refused := false
 	all := []verified{}
 	for _, p := range imgs {
-		res, err := image.Verify(c.Context(), p.Image)
+		res, err := readOptions(c, o.env).Verify(c.Context(), p.Image)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.Platform.String(), err)
 		}
@@ -99,6 +103,17 @@ func (o *verifyOptions) run(c *cobra.Command, ref string) error {
 		return refusedReported()
 	}
 	return nil
+}
+
+// readOptions are how images are read: the layer-facts cache under the
+// user cache directory (STREAMFUSION_NO_CACHE=1 turns it off), progress on
+// stderr (a line per layer on a terminal, plain lines otherwise).
+func readOptions(c *cobra.Command, env []string) image.VerifyOptions {
+	o := image.VerifyOptions{Progress: image.ProgressPrinter(c.ErrOrStderr())}
+	if v, _ := config.Lookup(env, "STREAMFUSION_NO_CACHE"); v == "" {
+		o.Cache, _ = layercache.Default()
+	}
+	return o
 }
 
 // openImage opens an image the user named. A name that looks like a file

@@ -33,6 +33,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -389,4 +390,39 @@ func TestBakeOutputLoadsAndStarts(t *testing.T) {
 	o := run{image: "localhost/streamfusion-suite:cli-baked", cmd: []string{"jobmanager"}}.start(t)
 	require.Equal(t, 0, o.code, o.logs)
 	assert.Contains(t, o.logs, "flink-double: started role=jobmanager pid=1 uid=9999")
+}
+
+// TestImagesOfTheEngine: an image in the engine's storage is read through
+// the engine's API (docker-daemon:REF), without a registry or a saved
+// tarball, and decided as the image itself is; a bake from it keeps its
+// layers.
+func TestImagesOfTheEngine(t *testing.T) {
+	img := baked(t, hosts[1])
+	tag := "localhost/streamfusion-suite:engine-source"
+	load(t, map[string]v1.Image{tag: img})
+	want, err := image.Verify(context.Background(), img)
+	require.NoError(t, err)
+
+	src, err := image.Open(context.Background(), image.DaemonPrefix+tag)
+	require.NoError(t, err)
+	defer src.Close()
+	got, err := image.Verify(context.Background(), src.Image)
+	require.NoError(t, err)
+	assert.True(t, got.Decision.Admitted())
+	assert.Equal(t, report.New(want.Facts, want.Decision), report.New(got.Facts, got.Decision))
+
+	wantIDs, err := img.ConfigFile()
+	require.NoError(t, err)
+	gotLayers, err := src.Image.Layers()
+	require.NoError(t, err)
+	require.Len(t, gotLayers, len(wantIDs.RootFS.DiffIDs))
+	for i, l := range gotLayers {
+		d, err := l.DiffID()
+		require.NoError(t, err)
+		assert.Equal(t, wantIDs.RootFS.DiffIDs[i], d, "layer %d", i)
+	}
+
+	out, err := osexec.Command(filepath.Join(bindir, "streamfusion-image"), "verify", image.DaemonPrefix+tag).CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "== "+image.DaemonPrefix+tag)
 }

@@ -49,6 +49,10 @@ type Settings struct {
 	FlinkProperties string                      // FLINK_PROPERTIES, which the image entrypoint merges
 	Launch          Launch                      // what starts Flink's scripts
 	Getenv          func(string) (string, bool) // the environment, for envsubst as the image entrypoint runs it
+
+	// ReadJAR reads one JAR of fsys; nil: payload.Open. The image tooling
+	// answers from facts it read from the layers, without the bytes.
+	ReadJAR func(fsys fs.FS, name string, opt payload.Options) *payload.JAR
 }
 
 // FromConfig returns the settings of the entrypoint's configuration on a
@@ -126,7 +130,7 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	}
 	f.Unlisted = slices.Concat(unlisted, unlistedUsrlib, unlistedPlugins)
 	all := append(append(append([]string(nil), names...), usrlib...), plugins...)
-	jars, err := readAll(ctx, fsys, all, s.Workers, progress)
+	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, progress)
 	if err != nil {
 		return nil, err
 	}
@@ -160,9 +164,12 @@ func distVersion(jars []*payload.JAR) string {
 func isDist(name string) bool { return admission.IsDist(path.Base(name)) }
 
 // readAll reads every JAR, a few at a time, keeping their order.
-func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progress *Progress) ([]*payload.JAR, error) {
+func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, progress *Progress) ([]*payload.JAR, error) {
 	if workers <= 0 {
 		workers = 2
+	}
+	if read == nil {
+		read = payload.Open
 	}
 	out := make([]*payload.JAR, len(names))
 	next := make(chan int)
@@ -173,7 +180,7 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, progr
 			defer wg.Done()
 			for i := range next {
 				progress.begin("/" + names[i])
-				out[i] = payload.Open(fsys, names[i], payload.Options{Properties: isDist(names[i])})
+				out[i] = read(fsys, names[i], payload.Options{Properties: isDist(names[i])})
 				progress.end("/" + names[i])
 			}
 		}()

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"sort"
 	"strings"
 	"testing/fstest"
+
+	"github.com/klauspost/compress/gzip"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -71,7 +74,8 @@ type File struct {
 
 // BakeOptions say what bake adds.
 type BakeOptions struct {
-	Entrypoint []byte // the entrypoint binary for the image's platform
+	Read       VerifyOptions // how the base's layers are read
+	Entrypoint []byte        // the entrypoint binary for the image's platform
 	Payloads   []File
 	Usrlib     []File // job JARs for usrlib, beside lib
 	Epoch      int64  // SOURCE_DATE_EPOCH: every timestamp bake writes
@@ -98,6 +102,9 @@ func (r *Refused) Error() string {
 }
 
 // Bake appends the StreamFusion layer to one image and verifies the result.
+// The base's layers are kept as they are (same blobs, same digests); each
+// is read once, or not at all when opt.Read.Cache knows it, and the
+// verification of the result reuses what was read.
 func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Result, error) {
 	cfg, err := base.ConfigFile()
 	if err != nil {
@@ -110,17 +117,12 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	want := wanted(c)
-	fsys, err := Flatten(base, func(name string) Keep {
-		if name == strings.TrimPrefix(EntrypointPath, "/") || name == strings.TrimPrefix(OriginalPath, "/") {
-			return Contents
-		}
-		return want(name)
-	})
+	sel := newSelection(c)
+	facts, err := opt.Read.readFacts(ctx, base, sel)
 	if err != nil {
 		return nil, nil, err
 	}
-	layer, err := bakeLayer(fsys, c.LibDir, opt)
+	layer, err := bakeLayer(merge(facts), c.LibDir, opt)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -132,7 +134,11 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if mt == types.DockerManifestSchema2 {
 		layerType = types.DockerLayer
 	}
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer)), nil }, tarball.WithMediaType(layerType))
+	gz, err := compress(layer)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(gz)), nil }, tarball.WithMediaType(layerType))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,7 +163,23 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		anns[AnnotationBaseDigest] = d.String()
 	}
 	img = mutate.Annotations(img, anns).(v1.Image)
-	res, err := Verify(ctx, img)
+
+	// Verify the result from the base's facts and the new layer's.
+	s := &scanner{sel: sel, tempDir: opt.Read.TempDir}
+	defer s.close()
+	top, err := s.scan(bytes.NewReader(layer), "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
+	}
+	bakedCfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, nil, err
+	}
+	bc, err := config.FromEnv(bakedCfg.Config.Env)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify the baked image: %w: %w", ErrConfig, err)
+	}
+	res, err := decide(ctx, bakedCfg, bc, merge(append(facts[:len(facts):len(facts)], top)))
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}
@@ -167,10 +189,29 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	return img, res, nil
 }
 
+// compress gzips the new layer; klauspost's gzip is several times faster
+// than the standard library's at the same ratio.
+func compress(layer []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(layer); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // bakeLayer writes the layer: the entrypoint, Flink's script moved aside
 // (unless a bake before us did), the payloads, and whiteouts for the
-// StreamFusion payloads of an earlier bake that this one replaces.
-func bakeLayer(base fstest.MapFS, libDir string, opt BakeOptions) ([]byte, error) {
+// StreamFusion payloads of an earlier bake that this one replaces. Every
+// parent directory of what it writes carries the base's owner, group,
+// mode and time, so that the layer changes no directory of the base.
+func bakeLayer(base *view, libDir string, opt BakeOptions) ([]byte, error) {
 	entries := map[string]*tar.Header{}
 	data := map[string][]byte{}
 	add := func(name string, mode int64, b []byte) {
@@ -178,12 +219,11 @@ func bakeLayer(base fstest.MapFS, libDir string, opt BakeOptions) ([]byte, error
 		data[name] = b
 	}
 	orig := strings.TrimPrefix(OriginalPath, "/")
-	if _, err := fs.Stat(base, orig); err != nil {
-		script, mode, err := readFollowing(base, strings.TrimPrefix(EntrypointPath, "/"))
+	if _, err := fs.Stat(base.fsys, orig); err != nil {
+		script, mode, err := readFollowing(base.fsys, strings.TrimPrefix(EntrypointPath, "/"))
 		if err != nil {
 			return nil, fmt.Errorf("the base image has no %s to keep at %s: %w", EntrypointPath, OriginalPath, err)
 		}
-		entries[path.Dir(orig)+"/"] = &tar.Header{Typeflag: tar.TypeDir, Name: path.Dir(orig) + "/", Mode: 0o755, ModTime: epoch(opt.Epoch), Format: tar.FormatPAX}
 		add(orig, int64(mode|0o111), script)
 	}
 	add(strings.TrimPrefix(EntrypointPath, "/"), EntrypointMode, opt.Entrypoint)
@@ -202,15 +242,22 @@ func bakeLayer(base fstest.MapFS, libDir string, opt BakeOptions) ([]byte, error
 	}
 	if len(opt.Payloads) > 0 {
 		// Re-baking replaces the payloads of the bake before.
-		old, _ := fs.ReadDir(base, lib)
+		old, _ := fs.ReadDir(base.fsys, lib)
 		for _, e := range old {
 			if e.IsDir() || !strings.HasSuffix(e.Name(), ".jar") || fresh[e.Name()] {
 				continue
 			}
-			j := payload.Open(base, lib+"/"+e.Name(), payload.Options{})
+			j := base.readJAR(base.fsys, lib+"/"+e.Name(), payload.Options{})
 			if id := admission.Identify(j); id != nil {
 				wh := lib + "/.wh." + e.Name()
 				entries[wh] = &tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o644, ModTime: epoch(opt.Epoch), Format: tar.FormatPAX}
+			}
+		}
+	}
+	for n := range maps.Clone(entries) {
+		for d := path.Dir(n); d != "."; d = path.Dir(d) {
+			if h := parentDir(base.fsys, d, opt.Epoch); h != nil {
+				entries[d+"/"] = h
 			}
 		}
 	}
@@ -235,6 +282,24 @@ func bakeLayer(base fstest.MapFS, libDir string, opt BakeOptions) ([]byte, error
 	return buf.Bytes(), nil
 }
 
+// parentDir is the layer's entry for directory d: the base's owner, group,
+// mode and time when the base has it; root's 0755 when it does not; none
+// when the base has something else there (a link to a directory stays a
+// link).
+func parentDir(base fstest.MapFS, d string, sec int64) *tar.Header {
+	h := &tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch(sec), Format: tar.FormatPAX}
+	f, ok := base[d]
+	if !ok {
+		return h
+	}
+	n, isNode := f.Sys.(*node)
+	if !f.Mode.IsDir() || !isNode {
+		return nil
+	}
+	h.Mode, h.Uid, h.Gid, h.ModTime = n.Mode, n.UID, n.GID, epoch(n.ModTime)
+	return h
+}
+
 func readFollowing(fsys fstest.MapFS, name string) ([]byte, fs.FileMode, error) {
 	target, info, err := rootfs.Resolve(fsys, name)
 	if err != nil {
@@ -243,8 +308,11 @@ func readFollowing(fsys fstest.MapFS, name string) ([]byte, fs.FileMode, error) 
 	if !info.Mode().IsRegular() {
 		return nil, 0, fmt.Errorf("/%s is not a regular file", target)
 	}
-	b, err := fs.ReadFile(fsys, target)
-	return b, info.Mode().Perm(), err
+	f := fsys[target]
+	if n, ok := f.Sys.(*node); ok && n.Size != int64(len(f.Data)) {
+		return nil, 0, fmt.Errorf("/%s is %d bytes, more than a script this tool moves aside", target, n.Size)
+	}
+	return f.Data, info.Mode().Perm(), nil
 }
 
 // checkMachine refuses an entrypoint built for another architecture than

@@ -11,8 +11,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
@@ -45,7 +43,7 @@ func (s TarballSink) Write(_ context.Context, imgs []Platformed, _ v1.ImageIndex
 	if err != nil {
 		return "", err
 	}
-	if err := tarball.WriteToFile(s.Path, s.Tag, img); err != nil {
+	if err := WriteTarball(s.Path, s.Tag, img); err != nil {
 		return "", fmt.Errorf("write tarball %s: %w", s.Path, err)
 	}
 	return fmt.Sprintf("%s (loads as %s: docker load -i %s)", s.Path, s.Tag.String(), s.Path), nil
@@ -56,37 +54,37 @@ type LayoutSink struct{ Dir string }
 
 // Write implements Sink.
 func (s LayoutSink) Write(_ context.Context, imgs []Platformed, idx v1.ImageIndex) (string, error) {
-	p, err := layout.Write(s.Dir, empty.Index)
-	if err != nil {
-		return "", fmt.Errorf("write OCI layout %s: %w", s.Dir, err)
-	}
-	if idx != nil {
-		err = p.AppendIndex(idx)
-	} else {
-		err = p.AppendImage(imgs[0].Image)
-	}
-	if err != nil {
+	if err := WriteLayout(s.Dir, imgs[0].Image, idx); err != nil {
 		return "", fmt.Errorf("write OCI layout %s: %w", s.Dir, err)
 	}
 	return s.Dir + " (OCI layout)", nil
 }
 
 // RegistrySink pushes to a registry; credentials come from the default
-// keychain (docker login, credential helpers).
+// keychain (docker login, credential helpers). Blobs the registry already
+// has are not uploaded again. Progress, when set, hears of every layer.
 type RegistrySink struct {
-	Ref     name.Reference
-	Options []remote.Option
+	Ref      name.Reference
+	Options  []remote.Option
+	Progress func(Update)
 }
 
 // Write implements Sink.
 func (s RegistrySink) Write(ctx context.Context, imgs []Platformed, idx v1.ImageIndex) (string, error) {
 	opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, s.Options...)
+	wait := func() {}
+	if s.Progress != nil {
+		var updates chan<- v1.Update
+		updates, wait = PushProgress(s.Progress)
+		opts = append(opts, remote.WithProgress(updates))
+	}
 	var err error
 	if idx != nil {
 		err = remote.WriteIndex(s.Ref, idx, opts...)
 	} else {
 		err = remote.Write(s.Ref, imgs[0].Image, opts...)
 	}
+	wait()
 	if err != nil {
 		return "", fmt.Errorf("push %s: %w", s.Ref, err)
 	}

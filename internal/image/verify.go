@@ -13,7 +13,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
@@ -27,11 +26,18 @@ type Source struct {
 	Image v1.Image      // set for a single image
 	Index v1.ImageIndex // set for an index
 	Name  name.Reference
+
+	cleanup func()
 }
 
 // Open resolves ref: an OCI image layout directory, a `docker save` style
-// tarball, or a registry reference (credentials from the default keychain).
+// tarball, an image of the local container engine (docker-daemon:REF), or
+// a registry reference (credentials from the default keychain). Close the
+// source when done.
 func Open(ctx context.Context, ref string, opts ...remote.Option) (*Source, error) {
+	if r, ok := strings.CutPrefix(ref, DaemonPrefix); ok {
+		return fromDaemon(ctx, r, "")
+	}
 	if info, err := os.Stat(ref); err == nil {
 		if info.IsDir() {
 			p, err := layout.FromPath(ref)
@@ -44,7 +50,7 @@ func Open(ctx context.Context, ref string, opts ...remote.Option) (*Source, erro
 			}
 			return fromLayoutIndex(ref, idx)
 		}
-		img, err := tarball.ImageFromPath(ref, nil)
+		img, err := openTarball(ref)
 		if err != nil {
 			return nil, fmt.Errorf("open image tarball %s: %w", ref, err)
 		}
@@ -156,8 +162,14 @@ var ErrConfig = errors.New("image settings")
 
 // Verify decides on an image as the entrypoint would when a container of it
 // starts: the settings come from the image's Env, the platform from its
-// config, the files from its layers.
+// config, the files from its layers, each read once with the default
+// options (no cache, no progress).
 func Verify(ctx context.Context, img v1.Image) (*Result, error) {
+	return VerifyOptions{}.Verify(ctx, img)
+}
+
+// Verify is Verify with these options.
+func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error) {
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("read image config: %w", err)
@@ -166,17 +178,24 @@ func Verify(ctx context.Context, img v1.Image) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	fsys, err := Flatten(img, guarded(wanted(c), c))
+	sel := newSelection(c)
+	facts, err := o.readFacts(ctx, img, sel)
 	if err != nil {
 		return nil, err
 	}
+	return decide(ctx, cfg, c, merge(facts))
+}
+
+// decide runs the entrypoint's own gathering and rules on a merged view.
+func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view) (*Result, error) {
 	s := host.FromConfig(c, cfg.OS, cfg.Architecture)
-	facts, err := host.Gather(ctx, fsys, s, nil)
+	s.ReadJAR = v.readJAR
+	facts, err := host.Gather(ctx, v.fsys, s, nil)
 	if err != nil {
 		return nil, err
 	}
 	d := admission.Decide(facts)
-	d.Findings = append(d.Findings, Guard(fsys, cfg, c)...)
+	d.Findings = append(d.Findings, Guard(v.fsys, cfg, c)...)
 	return &Result{
 		Platform: v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant},
 		Facts:    facts, Decision: d,

@@ -48,6 +48,7 @@ type Entry struct {
 	Dir      bool
 	Whiteout bool
 	Opaque   bool // the .wh..wh..opq marker of directory Name
+	UID, GID int  // owner and group (default root)
 }
 
 // Layer writes entries as an uncompressed-tar layer (OCI media type).
@@ -58,7 +59,7 @@ func Layer(entries ...Entry) v1.Layer {
 	mod := time.Unix(0, 0)
 	for _, e := range entries {
 		name := strings.TrimPrefix(e.Name, "/")
-		h := &tar.Header{Name: name, Mode: e.Mode, ModTime: mod, Typeflag: tar.TypeReg, Size: int64(len(e.Data))}
+		h := &tar.Header{Name: name, Mode: e.Mode, ModTime: mod, Typeflag: tar.TypeReg, Size: int64(len(e.Data)), Uid: e.UID, Gid: e.GID}
 		switch {
 		case e.Whiteout:
 			h.Name, h.Size = path.Join(path.Dir(name), ".wh."+path.Base(name)), 0

@@ -1,0 +1,126 @@
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
+)
+
+// recorder keeps the layers read (not cached) and those from the cache.
+type recorder struct {
+	mu           sync.Mutex
+	read, cached []int
+}
+
+func (r *recorder) progress(u Update) {
+	if !u.Finished {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u.Cached {
+		r.cached = append(r.cached, u.Layer)
+	} else {
+		r.read = append(r.read, u.Layer)
+	}
+}
+
+// TestCacheReadsOnlyNewLayers: a bake reads the base; verifying the baked
+// image then reads only the new layer; a second bake with other payloads
+// and its verification read no base layer either, and decide the same as
+// without a cache.
+func TestCacheReadsOnlyNewLayers(t *testing.T) {
+	t.Parallel()
+	entrypoint, err := os.ReadFile("/bin/true")
+	require.NoError(t, err)
+	d := testkit.Good("2.2.1")
+	d.Payloads = nil
+	base, err := imagekit.Base{Dist: d, User: "9999", Extra: flinkDirs}.Image()
+	require.NoError(t, err)
+	baseLayers, err := base.Layers()
+	require.NoError(t, err)
+	n := len(baseLayers)
+	cache := &layercache.Cache{Dir: t.TempDir()}
+
+	r := &recorder{}
+	opts := VerifyOptions{Cache: cache, Progress: r.progress, TempDir: t.TempDir()}
+	baked, _, err := Bake(context.Background(), base, BakeOptions{Entrypoint: entrypoint, Payloads: testPayloads("2.2"), Read: opts})
+	require.NoError(t, err)
+	assert.Len(t, r.read, n, "the first bake reads every base layer")
+
+	r.read, r.cached = nil, nil
+	res, err := opts.Verify(context.Background(), baked)
+	require.NoError(t, err)
+	assert.Equal(t, []int{n + 1}, r.read, "only the new layer is read")
+	assert.Len(t, r.cached, n)
+	uncached, err := VerifyOptions{}.Verify(context.Background(), baked)
+	require.NoError(t, err)
+	assert.JSONEq(t, asJSON(t, uncached.Facts), asJSON(t, res.Facts), "the cache changes nothing of the verdict")
+	assert.True(t, res.Decision.Admitted())
+
+	// A re-bake with payloads of another release.
+	var other []File
+	for _, p := range testkit.StreamFusion("2.2", "0.2.0") {
+		other = append(other, File{Name: p.Name, Data: p.Payload.Bytes()})
+	}
+	r.read, r.cached = nil, nil
+	rebaked, _, err := Bake(context.Background(), baked, BakeOptions{Entrypoint: entrypoint, Payloads: other, Read: opts})
+	require.NoError(t, err)
+	assert.Empty(t, r.read, "the re-bake reads no layer: all are known")
+	r.read, r.cached = nil, nil
+	_, err = opts.Verify(context.Background(), rebaked)
+	require.NoError(t, err)
+	assert.Equal(t, []int{n + 2}, r.read)
+}
+
+// TestCacheIsNeverTrustedAcrossVersions: a record of another format
+// version under the key is ignored and the layer read again.
+func TestCacheIsNeverTrustedAcrossVersions(t *testing.T) {
+	t.Parallel()
+	img, err := imagekit.Base{Dist: testkit.Good("2.2.1"), User: "9999"}.Image()
+	require.NoError(t, err)
+	cache := &layercache.Cache{Dir: t.TempDir()}
+	r := &recorder{}
+	opts := VerifyOptions{Cache: cache, Progress: r.progress}
+	want, err := opts.Verify(context.Background(), img)
+	require.NoError(t, err)
+
+	cfg, err := img.ConfigFile()
+	require.NoError(t, err)
+	sel := newSelection(mustConfig(t, cfg.Config.Env))
+	for _, d := range cfg.RootFS.DiffIDs {
+		key := cacheKey(d.String(), sel)
+		data, ok := cache.Get(key)
+		require.True(t, ok)
+		var lf layerFacts
+		require.NoError(t, json.Unmarshal(data, &lf))
+		lf.Version = factsVersion + 1
+		lf.Nodes = nil // a record that would hide every file
+		data, err = json.Marshal(lf)
+		require.NoError(t, err)
+		require.NoError(t, cache.Put(key, data))
+	}
+	r.read, r.cached = nil, nil
+	got, err := opts.Verify(context.Background(), img)
+	require.NoError(t, err)
+	assert.Empty(t, r.cached)
+	assert.Len(t, r.read, len(cfg.RootFS.DiffIDs))
+	assert.JSONEq(t, asJSON(t, want.Facts), asJSON(t, got.Facts))
+}
+
+func mustConfig(t *testing.T, env []string) config.Config {
+	t.Helper()
+	c, err := config.FromEnv(env)
+	require.NoError(t, err)
+	return c
+}

@@ -1,0 +1,501 @@
+package image
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"testing/fstest"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+)
+
+// factsVersion is the format of layer facts; a cached record of another
+// version is never read (it is in the key and in the record).
+const factsVersion = 2
+
+// Bounds on what one layer's facts hold.
+const (
+	maxSmall    = 1 << 20 // bytes kept of a small file (a release file, Flink's script)
+	inMemoryJAR = 4 << 20 // a JAR up to this size is read from memory, a larger one from a spool file
+)
+
+// node is one entry of a layer that admission or bake needs: directories
+// and links (they decide where paths lead, and bake copies directories'
+// owners), the wanted regular files and those that could hide a wanted
+// directory.
+type node struct {
+	Name    string    `json:"n"`
+	Type    byte      `json:"t"` // tar type flag; a hard link is kept as an absolute symbolic link
+	Mode    int64     `json:"m"`
+	UID     int       `json:"u,omitempty"`
+	GID     int       `json:"g,omitempty"`
+	ModTime int64     `json:"mt,omitempty"`
+	Link    string    `json:"l,omitempty"`
+	Size    int64     `json:"s,omitempty"`
+	Data    []byte    `json:"d,omitempty"` // a small wanted file, at most maxSmall+1 bytes of it
+	JAR     *jarFacts `json:"j,omitempty"` // a file below lib, usrlib or plugins, read as a JAR
+	Skipped bool      `json:"x,omitempty"` // a regular file kept only for what it hides
+}
+
+// layerFacts is what admission and bake need from one layer.
+type layerFacts struct {
+	Version   int      `json:"version"`
+	DiffID    string   `json:"diffID"`
+	Nodes     []node   `json:"nodes"`
+	Whiteouts []string `json:"whiteouts,omitempty"`
+	Opaques   []string `json:"opaques,omitempty"`
+}
+
+// jarFacts is a payload.JAR in a form that can be stored: the manifest's
+// main section as text, the error as its message.
+type jarFacts struct {
+	Size         int64             `json:"size"`
+	Err          string            `json:"err,omitempty"`
+	Entries      int               `json:"entries"`
+	Manifest     *string           `json:"manifest,omitempty"`
+	ClassMark    string            `json:"classMark,omitempty"`
+	MetaMark     string            `json:"metaMark,omitempty"`
+	NativeMark   string            `json:"nativeMark,omitempty"`
+	NativeCount  int               `json:"nativeCount,omitempty"`
+	Native       []string          `json:"native,omitempty"`
+	Logging      string            `json:"logging,omitempty"`
+	Properties   map[string]string `json:"properties,omitempty"`
+	EmbeddedCore string            `json:"embeddedCore,omitempty"`
+	Nested       *jarFacts         `json:"nested,omitempty"`
+	Streamed     bool              `json:"streamed,omitempty"`
+	// NoProps is the read without the properties entry, when it differs
+	// (a broken properties entry fails only the read that asks for it).
+	NoProps *jarFacts `json:"noProps,omitempty"`
+}
+
+func toFacts(j *payload.JAR) *jarFacts {
+	if j == nil {
+		return nil
+	}
+	f := &jarFacts{Size: j.Size, Entries: j.Entries, ClassMark: j.ClassMark, MetaMark: j.MetaMark,
+		NativeMark: j.NativeMark, NativeCount: j.NativeCount, Native: j.Native, Logging: j.Logging,
+		Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed}
+	if j.Err != nil {
+		f.Err = j.Err.Error()
+	}
+	if j.Manifest != nil {
+		var b strings.Builder
+		// Repeated names first, so that parsing again records them as
+		// repeated and keeps the last value, as the JDK does.
+		for _, r := range j.Manifest.Repeated {
+			b.WriteString(r + ": \n")
+		}
+		attrs := j.Manifest.Attributes()
+		names := make([]string, 0, len(attrs))
+		for k := range attrs {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			b.WriteString(k + ": " + attrs[k] + "\n")
+		}
+		s := b.String()
+		f.Manifest = &s
+	}
+	return f
+}
+
+// jar returns the facts as the JAR at p (absolute), reached through a link
+// when target (absolute) differs.
+func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
+	if !props && f.NoProps != nil {
+		return f.NoProps.jar(p, target, props)
+	}
+	j := &payload.JAR{Path: p, Size: f.Size, Entries: f.Entries, ClassMark: f.ClassMark, MetaMark: f.MetaMark,
+		NativeMark: f.NativeMark, NativeCount: f.NativeCount, Native: f.Native, Logging: f.Logging,
+		EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed}
+	if target != p {
+		j.Target = target
+	}
+	if f.Err != "" {
+		j.Err = errors.New(f.Err)
+	}
+	if props {
+		j.Properties = f.Properties
+	}
+	if f.Manifest != nil {
+		m, err := payload.ParseManifest(strings.NewReader(*f.Manifest))
+		if err != nil {
+			j.Err = fmt.Errorf("layer facts: stored manifest: %w", err)
+		}
+		j.Manifest = &m
+	}
+	if f.Nested != nil {
+		j.Nested = f.Nested.jar(p+"!/"+f.EmbeddedCore, p+"!/"+f.EmbeddedCore, false)
+	}
+	return j
+}
+
+// selection says what a scan keeps: files below the payload directories
+// are read as JARs; a few other files are kept whole or as stand-ins.
+type selection struct {
+	dirs  []string // payload directories, relative, with a trailing slash
+	small map[string]bool
+}
+
+func newSelection(c config.Config) *selection {
+	rel := func(p string) string { return strings.TrimPrefix(path.Clean("/"+p), "/") + "/" }
+	return &selection{
+		dirs: []string{rel(c.LibDir), rel(path.Join(path.Dir(path.Clean(c.LibDir)), "usrlib")), rel(c.PluginsDir)},
+		small: map[string]bool{
+			strings.TrimPrefix(EntrypointPath, "/"): true,
+			strings.TrimPrefix(c.Original, "/"):     true,
+		},
+	}
+}
+
+// key names the selection in cache keys.
+func (s *selection) key() string {
+	var small []string
+	for k := range s.small {
+		small = append(small, k)
+	}
+	sort.Strings(small)
+	sum := sha256.Sum256([]byte(strings.Join(s.dirs, "\x00") + "\x01" + strings.Join(small, "\x00")))
+	return hex.EncodeToString(sum[:8])
+}
+
+func (s *selection) keep(name string) (k Keep, asJAR bool) {
+	for _, d := range s.dirs {
+		if strings.HasPrefix(name, d) {
+			return Contents, true
+		}
+	}
+	if s.small[name] {
+		return Contents, false
+	}
+	base := path.Base(name)
+	switch {
+	case base == "release":
+		return Contents, false
+	case base == "java", base == "locale-archive", base == "LC_COLLATE",
+		strings.HasPrefix(base, "ld-linux"), strings.HasPrefix(base, "ld-musl-"):
+		return Presence, false
+	}
+	return Skip, false
+}
+
+// hides reports whether a regular file at name would hide a payload
+// directory (it stands where one of its parents should be).
+func (s *selection) hides(name string) bool {
+	for _, d := range s.dirs {
+		if strings.HasPrefix(d, name+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// scanner reads layers; it keeps one buffer and one spool file.
+type scanner struct {
+	ctx     context.Context // nil: never cancelled
+	sel     *selection
+	tempDir string
+	buf     []byte
+	spool   *os.File
+}
+
+func (s *scanner) close() {
+	if s.spool != nil {
+		s.spool.Close()
+		s.spool = nil
+	}
+}
+
+// decompress returns the uncompressed stream of a layer blob: gzip, zstd
+// or plain tar, told apart by their first bytes.
+func decompress(r io.Reader) (io.Reader, func(), error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	magic, err := br.Peek(4)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, err
+	}
+	switch {
+	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, err
+		}
+		return zr, func() { _ = zr.Close() }, nil
+	case bytes.HasPrefix(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, nil, err
+		}
+		return zr, zr.Close, nil
+	}
+	return br, func() {}, nil
+}
+
+// scan reads one layer blob front to back, once. diffID, when given, is
+// checked against the uncompressed bytes.
+func (s *scanner) scan(blob io.Reader, diffID string) (*layerFacts, error) {
+	u, done, err := decompress(blob)
+	if err != nil {
+		return nil, fmt.Errorf("decompress: %w", err)
+	}
+	defer done()
+	h := sha256.New()
+	tr := tar.NewReader(io.TeeReader(u, h))
+	lf := &layerFacts{Version: factsVersion, DiffID: diffID}
+	for {
+		hd, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read tar: %w", err)
+		}
+		if s.ctx != nil && s.ctx.Err() != nil {
+			return nil, s.ctx.Err()
+		}
+		if err := s.entry(lf, tr, hd); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := io.Copy(io.Discard, u); err != nil { // the rest counts for the digest
+		return nil, fmt.Errorf("read tar: %w", err)
+	}
+	if diffID != "" {
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != diffID {
+			return nil, fmt.Errorf("%w: the layer's content is %s, its config says %s", ErrLayer, got, diffID)
+		}
+	}
+	return lf, nil
+}
+
+func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
+	name, err := clean(h.Name)
+	if err != nil {
+		return err
+	}
+	dir, base := path.Split(name)
+	dir = strings.TrimSuffix(dir, "/")
+	if base == ".wh..wh..opq" {
+		lf.Opaques = append(lf.Opaques, or(dir, "."))
+		return nil
+	}
+	if target, ok := strings.CutPrefix(base, ".wh."); ok {
+		lf.Whiteouts = append(lf.Whiteouts, path.Join(or(dir, "."), target))
+		return nil
+	}
+	if name == "." {
+		return nil
+	}
+	n := node{Name: name, Type: h.Typeflag, Mode: h.Mode, UID: h.Uid, GID: h.Gid, ModTime: h.ModTime.Unix()}
+	switch h.Typeflag {
+	case tar.TypeDir, tar.TypeFifo, tar.TypeChar, tar.TypeBlock:
+	case tar.TypeSymlink:
+		n.Link = h.Linkname
+	case tar.TypeLink:
+		// A hard link reads as its target: keep it as an absolute link.
+		target, err := clean(h.Linkname)
+		if err != nil {
+			return err
+		}
+		n.Type, n.Link = tar.TypeSymlink, "/"+target
+	case tar.TypeReg:
+		n.Size = h.Size
+		keep, asJAR := s.sel.keep(name)
+		switch {
+		case keep == Skip:
+			if !s.sel.hides(name) {
+				return nil
+			}
+			n.Skipped = true
+		case asJAR:
+			if h.Size > maxKeptFile {
+				return fmt.Errorf("%w: /%s is %d bytes, more than this tool reads", ErrLayer, name, h.Size)
+			}
+			j, err := s.readJAR(tr, h.Size, "/"+name)
+			if err != nil {
+				return fmt.Errorf("read /%s: %w", name, err)
+			}
+			n.JAR = j
+		case keep == Contents && name == strings.TrimPrefix(EntrypointPath, "/"):
+			data, err := condenseEntrypoint(tr)
+			if err != nil {
+				return fmt.Errorf("read /%s: %w", name, err)
+			}
+			n.Data = data
+		case keep == Contents:
+			data, err := io.ReadAll(io.LimitReader(tr, maxSmall+1))
+			if err != nil {
+				return fmt.Errorf("read /%s: %w", name, err)
+			}
+			n.Data = data
+		}
+	default:
+		return nil
+	}
+	lf.Nodes = append(lf.Nodes, n)
+	return nil
+}
+
+// condenseEntrypoint keeps of /docker-entrypoint.sh what the guard reads
+// (Guard, CheckEntrypoint): its first 64 bytes (the ELF header, with the
+// machine), followed by the entrypoint's stamp when the file carries it
+// anywhere. The binary is megabytes; the facts hold less than 100 bytes.
+func condenseEntrypoint(r io.Reader) ([]byte, error) {
+	stamp := []byte(strings.Join(stampParts, "/"))
+	head := make([]byte, 0, 64)
+	buf := make([]byte, 64<<10)
+	var carry []byte // the end of what was read, for a stamp across reads
+	found := false
+	for {
+		n, err := r.Read(buf)
+		chunk := buf[:n]
+		if len(head) < cap(head) {
+			head = append(head, chunk[:min(cap(head)-len(head), n)]...)
+		}
+		if !found && n > 0 {
+			joined := append(carry, chunk...)
+			found = bytes.Contains(joined, stamp)
+			carry = append([]byte(nil), joined[max(0, len(joined)-len(stamp)+1):]...)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if found {
+		return append(head, stamp...), nil
+	}
+	return head, nil
+}
+
+// readJAR reads a JAR from the layer's stream: from memory when small,
+// else spooled to a temporary file (a JAR's central directory is at its
+// end, and payload reads it at random).
+func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) {
+	var ra io.ReaderAt
+	if size <= inMemoryJAR {
+		if int64(cap(s.buf)) < size {
+			s.buf = make([]byte, size, inMemoryJAR)
+		}
+		b := s.buf[:size]
+		if _, err := io.ReadFull(r, b); err != nil {
+			return nil, err
+		}
+		ra = bytes.NewReader(b)
+	} else {
+		if s.spool == nil {
+			f, err := os.CreateTemp(s.tempDir, "streamfusion-jar-*")
+			if err != nil {
+				return nil, fmt.Errorf("spool: %w", err)
+			}
+			// Unlinked at once: nothing is left behind, whatever ends the run.
+			_ = os.Remove(f.Name())
+			s.spool = f
+		}
+		if err := s.spool.Truncate(0); err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+		if _, err := s.spool.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+		if _, err := io.CopyN(s.spool, r, size); err != nil {
+			return nil, fmt.Errorf("spool: %w", err)
+		}
+		ra = s.spool
+	}
+	j := payload.Read(ra, size, p, payload.Options{Properties: true})
+	f := toFacts(j)
+	if j.Err != nil {
+		if k := payload.Read(ra, size, p, payload.Options{}); (k.Err == nil) != (j.Err == nil) || k.Err.Error() != j.Err.Error() {
+			f.NoProps = toFacts(k)
+		}
+	}
+	return f, nil
+}
+
+// view is the image's file system merged from layer facts: a stand-in for
+// every kept file, the JAR facts by path.
+type view struct {
+	fsys fstest.MapFS
+	jars map[string]*jarFacts
+}
+
+// merge lays the layers' facts over each other, top to bottom, as
+// Flatten does with the layers themselves.
+func merge(layers []*layerFacts) *view {
+	f := &flattener{fsys: fstest.MapFS{}, hidden: map[string]bool{}, opaque: map[string]bool{}}
+	v := &view{fsys: f.fsys, jars: map[string]*jarFacts{}}
+	for i := len(layers) - 1; i >= 0; i-- {
+		lf := layers[i]
+		for k := range lf.Nodes {
+			n := &lf.Nodes[k]
+			if f.shadowed(n.Name) {
+				continue
+			}
+			f.hidden[n.Name] = true
+			if n.Skipped {
+				continue
+			}
+			perm := fs.FileMode(n.Mode) & fs.ModePerm
+			mf := &fstest.MapFile{Mode: perm, ModTime: epoch(n.ModTime), Sys: n}
+			switch n.Type {
+			case tar.TypeDir:
+				mf.Mode |= fs.ModeDir
+			case tar.TypeSymlink:
+				mf.Mode, mf.Data = fs.ModeSymlink|0o777, []byte(n.Link)
+			case tar.TypeFifo:
+				mf.Mode = fs.ModeNamedPipe | 0o644
+			case tar.TypeChar:
+				mf.Mode = fs.ModeDevice | fs.ModeCharDevice | 0o644
+			case tar.TypeBlock:
+				mf.Mode = fs.ModeDevice | 0o644
+			default:
+				mf.Data = n.Data
+				if n.JAR != nil {
+					v.jars[n.Name] = n.JAR
+				}
+			}
+			f.fsys[n.Name] = mf
+		}
+		for _, w := range lf.Whiteouts {
+			f.hidden[w] = true
+		}
+		for _, o := range lf.Opaques {
+			f.opaque[o] = true
+		}
+	}
+	return v
+}
+
+// readJAR answers host.Gather from the facts: links are resolved in the
+// merged view, the JAR's facts are those its layer recorded.
+func (v *view) readJAR(fsys fs.FS, name string, opt payload.Options) *payload.JAR {
+	target, info, err := rootfs.Resolve(fsys, name)
+	if err != nil || !info.Mode().IsRegular() {
+		return payload.Open(fsys, name, opt) // the same refusal, from the stand-ins
+	}
+	f := v.jars[target]
+	if f == nil {
+		return payload.Open(fsys, name, opt) // a file outside the payload directories: a stand-in
+	}
+	return f.jar("/"+name, "/"+target, opt.Properties)
+}

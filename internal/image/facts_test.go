@@ -1,0 +1,175 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
+)
+
+// gatherWhole is the reference: the whole wanted files flattened into
+// memory and read by the entrypoint's own code, as Verify did before layer
+// facts.
+func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
+	t.Helper()
+	cfg, err := img.ConfigFile()
+	require.NoError(t, err)
+	c, err := config.FromEnv(cfg.Config.Env)
+	require.NoError(t, err)
+	fsys, err := Flatten(img, wanted(c))
+	require.NoError(t, err)
+	f, err := host.Gather(context.Background(), fsys, host.FromConfig(c, cfg.OS, cfg.Architecture), nil)
+	require.NoError(t, err)
+	return f
+}
+
+// jarView shows what JSON leaves out of a payload.JAR: the error's
+// message and the manifest's attributes.
+type jarView struct {
+	*payload.JAR
+	Err      string
+	Attrs    map[string]string
+	Repeated []string
+	Nested   *jarView
+}
+
+func viewOf(j *payload.JAR) *jarView {
+	if j == nil {
+		return nil
+	}
+	v := &jarView{JAR: j, Nested: viewOf(j.Nested)}
+	if j.Err != nil {
+		v.Err = j.Err.Error()
+	}
+	if j.Manifest != nil {
+		v.Attrs, v.Repeated = j.Manifest.Attributes(), j.Manifest.Repeated
+	}
+	return v
+}
+
+func asJSON(t *testing.T, f *admission.Facts) string {
+	t.Helper()
+	views := func(js []*payload.JAR) (out []*jarView) {
+		for _, j := range js {
+			out = append(out, viewOf(j))
+		}
+		return out
+	}
+	b, err := json.MarshalIndent(map[string]any{"facts": f, "classpath": views(f.Classpath),
+		"usrlib": views(f.Usrlib), "plugins": views(f.Plugins)}, "", " ")
+	require.NoError(t, err)
+	return string(b)
+}
+
+// TestVerifyFromFactsAgreesWithWholeFiles holds the facts read from layers
+// (JARs spooled and dropped, manifests stored as text) to what reading the
+// whole files gives, on images that exercise links, whiteouts, nested
+// cores, broken JARs and flink-dist's properties.
+func TestVerifyFromFactsAgreesWithWholeFiles(t *testing.T) {
+	t.Parallel()
+	broken := testkit.Core("2.2", "0.1.0").Bytes()
+	broken = broken[:len(broken)/2]
+	big := testkit.BigJAR(3, 2<<20, testkit.Manifest("Implementation-Title", "big"))
+	cases := map[string]struct {
+		dist  testkit.Dist
+		extra []imagekit.Entry
+		upper []imagekit.Entry
+	}{
+		"good 2.2":  {dist: testkit.Good("2.2.1")},
+		"good 1.18": {dist: testkit.Good("1.18.1")},
+		"links and a broken JAR": {dist: testkit.Good("2.2.1"), extra: []imagekit.Entry{
+			{Name: "opt/flink/lib/linked.jar", Link: "../opt/connector.jar"},
+			{Name: "opt/flink/opt/connector.jar", Data: broken},
+			{Name: "opt/flink/lib/broken.jar", Data: broken},
+			{Name: "opt/flink/lib/alias.jar", Link: "sub/real.jar"},
+			{Name: "opt/flink/lib/sub/real.jar", Data: testkit.Extension("json", "2.2", "0.1.0").Bytes()},
+			{Name: "opt/flink/lib/big.jar", Data: big},
+			{Name: "opt/flink/usrlib/job.jar", Data: testkit.Extension("kafka", "2.2", "0.1.0").Bytes()},
+		}},
+		"whited out by an upper layer": {dist: testkit.Good("2.2.1"), upper: []imagekit.Entry{
+			{Name: "opt/flink/lib/" + testkit.Core("2.2", "0.1.0").FileName(), Whiteout: true},
+			{Name: "opt/flink/plugins", Opaque: true},
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			img, err := imagekit.Base{Dist: tc.dist, User: "9999", Extra: tc.extra}.Image()
+			require.NoError(t, err)
+			if tc.upper != nil {
+				img, err = mutate.AppendLayers(img, imagekit.Layer(tc.upper...))
+				require.NoError(t, err)
+			}
+			res, err := VerifyOptions{TempDir: t.TempDir()}.Verify(context.Background(), img)
+			require.NoError(t, err)
+			assert.JSONEq(t, asJSON(t, gatherWhole(t, img)), asJSON(t, res.Facts))
+		})
+	}
+}
+
+func TestScanChecksTheDiffID(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Name: "etc/x", Typeflag: tar.TypeReg, Mode: 0o644}))
+	require.NoError(t, tw.Close())
+	s := &scanner{sel: newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"})}
+	_, err := s.scan(bytes.NewReader(buf.Bytes()), "sha256:"+string(bytes.Repeat([]byte("0"), 64)))
+	require.ErrorIs(t, err, ErrLayer)
+	assert.Contains(t, err.Error(), "its config says sha256:000")
+}
+
+// FuzzScanLayer: whatever a layer holds, the scan returns facts whose
+// names stay below the root, or an error; it never panics.
+func FuzzScanLayer(f *testing.F) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	jar := testkit.Core("2.2", "0.1.0").Bytes()
+	for _, h := range []*tar.Header{
+		{Name: "opt/flink/lib/a.jar", Typeflag: tar.TypeReg, Size: int64(len(jar)), Mode: 0o644},
+		{Name: "opt/flink/lib/.wh.b.jar", Typeflag: tar.TypeReg, Mode: 0o644},
+		{Name: "opt/flink/plugins/.wh..wh..opq", Typeflag: tar.TypeReg, Mode: 0o644},
+		{Name: "opt/java/openjdk/release", Typeflag: tar.TypeReg, Size: 3, Mode: 0o644},
+		{Name: "lib64", Typeflag: tar.TypeSymlink, Linkname: "usr/lib64"},
+		{Name: "opt/flink/lib/h.jar", Typeflag: tar.TypeLink, Linkname: "opt/flink/lib/a.jar"},
+	} {
+		_ = tw.WriteHeader(h)
+		switch h.Size {
+		case 3:
+			_, _ = tw.Write([]byte("v=1"))
+		case int64(len(jar)):
+			_, _ = tw.Write(jar)
+		}
+	}
+	_ = tw.Close()
+	f.Add(buf.Bytes())
+	sel := newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := &scanner{sel: sel, tempDir: t.TempDir()}
+		defer s.close()
+		lf, err := s.scan(bytes.NewReader(data), "")
+		if err != nil {
+			return
+		}
+		for _, n := range lf.Nodes {
+			if n.Name == ".." || strings.HasPrefix(n.Name, "../") || strings.HasPrefix(n.Name, "/") {
+				t.Fatalf("entry %q escapes the root", n.Name)
+			}
+		}
+		_ = merge([]*layerFacts{lf})
+	})
+}

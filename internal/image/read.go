@@ -1,0 +1,164 @@
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
+)
+
+// Update is the progress of one layer: Done of Total bytes of its blob
+// read (Total is 0 when unknown). Cached is set for a layer whose facts
+// came from the cache; Finished once the layer is done.
+type Update struct {
+	Op       string // "read" or "push"
+	Layer    int    // 1-based
+	Layers   int
+	Digest   string
+	Done     int64
+	Total    int64
+	Cached   bool
+	Finished bool
+}
+
+// VerifyOptions say how Verify and Bake read layers.
+type VerifyOptions struct {
+	// Cache holds layer facts across runs; nil: every layer is read.
+	Cache *layercache.Cache
+	// Progress receives updates while layers are read; it is called from
+	// several goroutines, never at once.
+	Progress func(Update)
+	// TempDir is where large JARs are spooled while read; "": os.TempDir.
+	TempDir string
+	// Workers is the number of layers read at once; 0: 2.
+	Workers int
+}
+
+// countingReader reports the bytes read through it, at most every MiB.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	last  int64
+	every func(int64)
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if c.every != nil && c.n-c.last >= 1<<20 {
+		c.last = c.n
+		c.every(c.n)
+	}
+	return n, err
+}
+
+func cacheKey(diffID string, sel *selection) string {
+	return fmt.Sprintf("layerfacts/v%d/%s/%s", factsVersion, diffID, sel.key())
+}
+
+// readFacts returns the facts of every layer of img, from the cache or by
+// reading the layer once, front to back.
+func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, error) {
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("list layers: %w", err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read image config: %w", err)
+	}
+	diffIDs := cfg.RootFS.DiffIDs
+	if len(diffIDs) != len(layers) {
+		return nil, fmt.Errorf("%w: the config lists %d layers, the manifest %d", ErrLayer, len(diffIDs), len(layers))
+	}
+	out := make([]*layerFacts, len(layers))
+	errs := make([]error, len(layers))
+	var mu sync.Mutex // one Progress call at a time
+	report := func(u Update) {
+		if o.Progress == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		o.Progress(u)
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = 2
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(layers)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := &scanner{ctx: ctx, sel: sel, tempDir: o.TempDir}
+			defer s.close()
+			for i := range next {
+				out[i], errs[i] = o.layer(s, i, layers, diffIDs[i].String(), report)
+			}
+		}()
+	}
+	for i := range layers {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs { // they name the layer
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (o VerifyOptions) layer(s *scanner, i int, layers []v1.Layer, diffID string, report func(Update)) (*layerFacts, error) {
+	u := Update{Op: "read", Layer: i + 1, Layers: len(layers), Digest: diffID}
+	key := cacheKey(diffID, s.sel)
+	if data, ok := o.Cache.Get(key); ok {
+		var lf layerFacts
+		if json.Unmarshal(data, &lf) == nil && lf.Version == factsVersion && lf.DiffID == diffID {
+			u.Cached, u.Finished = true, true
+			report(u)
+			return &lf, nil
+		}
+	}
+	l := layers[i]
+	name := diffID
+	if d, err := l.Digest(); err == nil {
+		name, u.Digest = d.String(), d.String()
+	}
+	if size, err := l.Size(); err == nil {
+		u.Total = size
+	}
+	report(u)
+	rc, err := l.Compressed()
+	if err != nil {
+		return nil, fmt.Errorf("layer %d of %d (%s): %w", i+1, len(layers), name, err)
+	}
+	defer rc.Close()
+	cr := &countingReader{r: rc, every: func(n int64) { v := u; v.Done = n; report(v) }}
+	lf, err := s.scan(cr, diffID)
+	if err != nil {
+		return nil, fmt.Errorf("layer %d of %d (%s): %w", i+1, len(layers), name, err)
+	}
+	u.Done, u.Finished = cr.n, true
+	report(u)
+	if o.Cache != nil {
+		if data, err := json.Marshal(lf); err == nil {
+			_ = o.Cache.Put(key, data) // a cache that cannot be written only costs time
+		}
+	}
+	return lf, nil
+}
