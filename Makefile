@@ -62,7 +62,7 @@ bench: build
 	go run ./bench/compare -bin bin -runs $(BENCH_RUNS) -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales '$(BENCH_SCALES)'
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
 
-# streamfusion-image on a ~700 MB image built from parts, from a tarball, an
+# streamfusion verify and bake on a ~700 MB image built from parts, from a tarball, an
 # OCI layout and a loopback registry, against a floor that reads every layer
 # once. The image is kept in $TMPDIR/streamfusion-imagebench. See
 # docs/performance.md.

@@ -1,4 +1,4 @@
-// Command imagebench measures streamfusion-image on an image of realistic
+// Command imagebench measures streamfusion (verify, bake) on an image of realistic
 // size, built here from parts (no image can be pulled): an OS-like layer of
 // many small files, a JDK-like layer, the realistic Flink lib of
 // testkit.Realistic with opt/ and plugins/, and a layer of extras; about
@@ -64,7 +64,7 @@ func main() {
 		}
 		return
 	}
-	bin := flag.String("bin", "bin", "directory of streamfusion-image, entrypoint and bench-image")
+	bin := flag.String("bin", "bin", "directory of streamfusion, entrypoint and bench-image")
 	work := flag.String("work", filepath.Join(os.TempDir(), "streamfusion-imagebench"), "where the image is written (kept across runs)")
 	sources := flag.String("sources", "tarball,layout,registry", "sources to measure")
 	flag.IntVar(&runs, "runs", runs, "runs of each measurement (the median counts)")
@@ -193,7 +193,7 @@ func timedOnce(env []string, argv ...string) (result, error) {
 func run(bin, work string, sources []string) error {
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	bin = abs(bin)
-	cli := filepath.Join(bin, "streamfusion-image")
+	cli := filepath.Join(bin, "streamfusion")
 	if err := generate(work); err != nil {
 		return err
 	}

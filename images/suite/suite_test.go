@@ -422,7 +422,7 @@ func TestImagesOfTheEngine(t *testing.T) {
 		assert.Equal(t, wantIDs.RootFS.DiffIDs[i], d, "layer %d", i)
 	}
 
-	out, err := osexec.Command(filepath.Join(bindir, "streamfusion-image"), "verify", image.DaemonPrefix+tag).CombinedOutput()
+	out, err := osexec.Command(filepath.Join(bindir, "streamfusion"), "verify", image.DaemonPrefix+tag).CombinedOutput()
 	require.NoError(t, err, string(out))
 	assert.Contains(t, string(out), "== "+image.DaemonPrefix+tag)
 }
