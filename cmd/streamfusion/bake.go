@@ -155,7 +155,7 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 		opt.Payloads = append(opt.Payloads, image.File{Name: r.Name, Data: r.Data, Source: "--payload " + r.Arg})
 	}
 	for _, r := range libs {
-		opt.Payloads = append(opt.Payloads, image.File{Name: r.Name, Data: r.Data, Source: "--lib " + r.Arg})
+		opt.Payloads = append(opt.Payloads, image.File{Name: r.Name, Data: r.Data, Source: "--lib " + r.Arg, Stock: true})
 	}
 	for _, r := range jobs {
 		opt.Usrlib = append(opt.Usrlib, image.File{Name: r.Name, Data: r.Data, Source: "--usrlib " + r.Arg})
@@ -166,7 +166,7 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 	}
 	// Fail fast: the payloads and the output are checked before the base is read.
 	if err := image.CheckPayloads(opt.Payloads); err != nil {
-		return usagef("%v", err)
+		return err // image.ErrPayload: refused (78), as admission would refuse them
 	}
 	for _, out := range []string{o.Output, o.Layout} {
 		if out == "" {

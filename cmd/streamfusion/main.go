@@ -60,7 +60,7 @@ func exitCode(err error, started bool) int {
 	switch {
 	case errors.As(err, &usage), !started:
 		return exitUsage
-	case errors.Is(err, errRefused), errors.As(err, &refused), errors.Is(err, install.ErrRefused):
+	case errors.Is(err, errRefused), errors.As(err, &refused), errors.Is(err, install.ErrRefused), errors.Is(err, image.ErrPayload):
 		return exitRefused
 	case errors.Is(err, image.ErrConfig):
 		return exitUsage

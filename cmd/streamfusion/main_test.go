@@ -399,21 +399,25 @@ func TestBakeFailsFast(t *testing.T) {
 	base := strings.TrimPrefix(srv.URL, "http://") + "/flink:2.2.1"
 	dir := t.TempDir()
 	mixed := payloadFiles(t, nil)
-	mixed = append(mixed, payloadFiles(t, func(p *testkit.Payload) { p.Line = "1.18" })[:2]...)
+	other := payloadFiles(t, func(p *testkit.Payload) { p.Line = "1.18" })[:2] // the loader of line 1.18
+	renamed := filepath.Join(filepath.Dir(other[1]), "loader-of-the-other-line.jar")
+	require.NoError(t, os.Rename(other[1], renamed))
+	mixed = append(mixed, other[0], renamed)
 	notJAR := filepath.Join(dir, "notes.jar")
 	require.NoError(t, os.WriteFile(notJAR, []byte("not a zip"), 0o644))
 	for name, tc := range map[string]struct {
 		args []string
 		want string
+		code int // 64: the command line cannot work; 78: the payloads are refused
 	}{
-		"missing output folder":    {append([]string{"--output", filepath.Join(dir, "missing", "x.tar")}, payloadFiles(t, nil)...), "missing"},
-		"missing layout parent":    {append([]string{"--layout", filepath.Join(dir, "missing", "layout")}, payloadFiles(t, nil)...), "missing"},
-		"payloads of two lines":    {append([]string{"--output", filepath.Join(dir, "x.tar")}, mixed...), "bake payloads of one release and one line"},
-		"a payload that is no JAR": {[]string{"--output", filepath.Join(dir, "x.tar"), "--payload", notJAR}, "notes.jar"},
+		"missing output folder":    {append([]string{"--output", filepath.Join(dir, "missing", "x.tar")}, payloadFiles(t, nil)...), "missing", 64},
+		"missing layout parent":    {append([]string{"--layout", filepath.Join(dir, "missing", "layout")}, payloadFiles(t, nil)...), "missing", 64},
+		"payloads of two lines":    {append([]string{"--output", filepath.Join(dir, "x.tar")}, mixed...), "[payload-line]", 78},
+		"a payload that is no JAR": {[]string{"--output", filepath.Join(dir, "x.tar"), "--payload", notJAR}, "notes.jar", 78},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, _, stderr := cli(t, nil, append([]string{"bake", "--base", base, "--entrypoint", entrypoints["amd64"]}, tc.args...)...)
-			assert.Equal(t, 64, code, stderr)
+			assert.Equal(t, tc.code, code, stderr)
 			assert.Contains(t, stderr, tc.want)
 			assert.Zero(t, requests.Load(), "the base was not read")
 			assert.NoFileExists(t, filepath.Join(dir, "x.tar"))

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -70,6 +72,7 @@ type File struct {
 	Name   string // file name in lib
 	Data   []byte
 	Source string // the argument that named it ("--payload PATH"), for messages
+	Stock  bool   // a stock JAR (a connector, a format): installed as it is, not a payload
 }
 
 // BakeOptions say what bake adds.
@@ -318,7 +321,7 @@ func readFollowing(fsys fstest.MapFS, name string) ([]byte, fs.FileMode, error) 
 // checkMachine refuses an entrypoint built for another architecture than
 // the image's: it would fail with "exec format error" at every start.
 func checkMachine(bin []byte, arch string) error {
-	f, err := elf.NewFile(bytes.NewReader(bin))
+	machine, err := elfMachine(bin)
 	if err != nil {
 		return fmt.Errorf("the entrypoint is not an ELF binary: %w", err)
 	}
@@ -326,10 +329,30 @@ func checkMachine(bin []byte, arch string) error {
 	if want == 0 {
 		return fmt.Errorf("no entrypoint for image architecture %q (built: linux/amd64, linux/arm64)", arch)
 	}
-	if f.Machine != want {
-		return fmt.Errorf("the entrypoint is built for %s, the image is %s: use the %s build (make dist)", f.Machine, arch, arch)
+	if machine != want {
+		return fmt.Errorf("the entrypoint is built for %s, the image is %s: use the %s build (make dist)", machine, arch, arch)
 	}
 	return nil
+}
+
+// elfMachine reads the machine of an ELF file from its header alone (the
+// layer facts keep no more of a large binary than its first 64 bytes).
+func elfMachine(bin []byte) (elf.Machine, error) {
+	if len(bin) < 20 || !bytes.HasPrefix(bin, []byte(elf.ELFMAG)) {
+		return 0, errors.New("no ELF header")
+	}
+	switch elf.Class(bin[elf.EI_CLASS]) {
+	case elf.ELFCLASS32, elf.ELFCLASS64:
+	default:
+		return 0, fmt.Errorf("unknown ELF class %d", bin[elf.EI_CLASS])
+	}
+	switch elf.Data(bin[elf.EI_DATA]) {
+	case elf.ELFDATA2LSB:
+		return elf.Machine(binary.LittleEndian.Uint16(bin[18:])), nil
+	case elf.ELFDATA2MSB:
+		return elf.Machine(binary.BigEndian.Uint16(bin[18:])), nil
+	}
+	return 0, fmt.Errorf("unknown ELF data encoding %d", bin[elf.EI_DATA])
 }
 
 // BakeAll bakes every image of the source (those of the platform asked

@@ -3,7 +3,6 @@ package image
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"sync"
 	"testing"
 
@@ -41,7 +40,7 @@ func (r *recorder) progress(u Update) {
 // without a cache.
 func TestCacheReadsOnlyNewLayers(t *testing.T) {
 	t.Parallel()
-	entrypoint, err := os.ReadFile("/bin/true")
+	entrypoint, err := stampedTrue()
 	require.NoError(t, err)
 	d := testkit.Good("2.2.1")
 	d.Payloads = nil

@@ -353,26 +353,27 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 	return nil
 }
 
-// condenseEntrypoint keeps of /docker-entrypoint.sh what the guard reads
+// condenseEntrypoint reads /docker-entrypoint.sh. A small file (Flink's
+// script, which bake moves aside) is kept whole. A larger one (the
+// entrypoint binary, megabytes) is kept as what the guard reads of it
 // (Guard, CheckEntrypoint): its first 64 bytes (the ELF header, with the
 // machine), followed by the entrypoint's stamp when the file carries it
-// anywhere. The binary is megabytes; the facts hold less than 100 bytes.
+// anywhere.
 func condenseEntrypoint(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxSmall+1))
+	if err != nil || len(data) <= maxSmall {
+		return data, err
+	}
 	stamp := []byte(strings.Join(stampParts, "/"))
-	head := make([]byte, 0, 64)
+	found := bytes.Contains(data, stamp)
+	carry := append([]byte(nil), data[len(data)-len(stamp)+1:]...) // for a stamp across reads
 	buf := make([]byte, 64<<10)
-	var carry []byte // the end of what was read, for a stamp across reads
-	found := false
-	for {
+	for !found {
 		n, err := r.Read(buf)
-		chunk := buf[:n]
-		if len(head) < cap(head) {
-			head = append(head, chunk[:min(cap(head)-len(head), n)]...)
-		}
-		if !found && n > 0 {
-			joined := append(carry, chunk...)
+		if n > 0 {
+			joined := append(carry, buf[:n]...)
 			found = bytes.Contains(joined, stamp)
-			carry = append([]byte(nil), joined[max(0, len(joined)-len(stamp)+1):]...)
+			carry = append(carry[:0], joined[max(0, len(joined)-len(stamp)+1):]...)
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -381,8 +382,9 @@ func condenseEntrypoint(r io.Reader) ([]byte, error) {
 			return nil, err
 		}
 	}
+	head := append([]byte(nil), data[:64]...)
 	if found {
-		return append(head, stamp...), nil
+		head = append(head, stamp...)
 	}
 	return head, nil
 }

@@ -2,7 +2,6 @@ package image
 
 import (
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -45,7 +44,7 @@ var ErrNotEntrypoint = errors.New("not a StreamFusion entrypoint")
 // CheckEntrypoint refuses a file that is not a StreamFusion entrypoint
 // binary: not ELF, or without the entrypoint's stamp.
 func CheckEntrypoint(bin []byte) error {
-	if _, err := elf.NewFile(bytes.NewReader(bin)); err != nil {
+	if _, err := elfMachine(bin); err != nil {
 		return fmt.Errorf("%w: not an ELF binary (%w)", ErrNotEntrypoint, err)
 	}
 	if !bytes.Contains(bin, []byte(strings.Join(stampParts, "/"))) {

@@ -96,7 +96,7 @@ func TestPushSkipsTheBaseBlobs(t *testing.T) {
 	t.Parallel()
 	l := newLoopback(t)
 	baseRef := l.push(t, "flink/base:2.2.1", registryBase(t))
-	entrypoint, err := os.ReadFile("/bin/true")
+	entrypoint, err := stampedTrue()
 	require.NoError(t, err)
 	for i, target := range []string{"flink/base:baked", "other/repo:baked"} {
 		t.Run(target, func(t *testing.T) {
@@ -231,7 +231,7 @@ func TestRegistryDropsTheConnectionMidLayer(t *testing.T) {
 	// The bake reads the layer whole once; writing the output reads it again
 	// and meets the cut.
 	dropFrom.Store(1 << 30)
-	entrypoint, err := os.ReadFile("/bin/true")
+	entrypoint, err := stampedTrue()
 	require.NoError(t, err)
 	src, err = Open(context.Background(), ref)
 	require.NoError(t, err)
