@@ -404,16 +404,16 @@ func testRealLine(t *testing.T, h line) {
 	for i, c := range conflictCases {
 		t.Run("refused: "+c.name, func(t *testing.T) {
 			jm := flinkContainer(t, realTag(h, fmt.Sprintf("conflict%d", i)), []string{"jobmanager"},
-				wait.ForExit().WithExitTimeout(time.Minute), nil)
+				exited{time.Minute}, nil)
 			require.NoError(t, jm.Start(ctx))
-			st, err := jm.State(ctx)
+			st, err := stateOf(ctx, jm)
 			require.NoError(t, err)
 			logs := logsOf(t, jm)
 			assert.Equal(t, 78, st.ExitCode, logs)
 			for _, w := range c.want {
 				assert.Contains(t, logs, strings.ReplaceAll(w, "%other%", other(h.line)))
 			}
-			if !strings.Contains(c.name, "without marker") {
+			if c.hostLine {
 				assert.Contains(t, logs, "line "+h.line, "the host's line is named too")
 			}
 			// No JVM ever ran: Flink's script (the only way to one) never
