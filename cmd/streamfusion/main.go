@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/install"
 )
 
 // Exit statuses, the same as the entrypoint's where they overlap.
@@ -59,7 +60,7 @@ func exitCode(err error, started bool) int {
 	switch {
 	case errors.As(err, &usage), !started:
 		return exitUsage
-	case errors.Is(err, errRefused), errors.As(err, &refused):
+	case errors.Is(err, errRefused), errors.As(err, &refused), errors.Is(err, install.ErrRefused):
 		return exitRefused
 	case errors.Is(err, image.ErrConfig):
 		return exitUsage

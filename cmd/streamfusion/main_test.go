@@ -324,7 +324,7 @@ func TestUsage(t *testing.T) {
 
 func TestHelpExitsZeroOnEveryCommand(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"help"}, {}, {"verify", "--help"}, {"bake", "--help"}, {"check", "--help"},
-		{"inspect", "--help"}, {"rules", "--help"}, {"version", "--help"}, {"completion", "bash"}, {"completion", "zsh", "--help"}} {
+		{"inspect", "--help"}, {"install", "--help"}, {"rules", "--help"}, {"version", "--help"}, {"completion", "bash"}, {"completion", "zsh", "--help"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			code, out, stderr := cli(t, nil, args...)
 			assert.Equal(t, 0, code, stderr)

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/config"
 )
 
 // resolved is one PAYLOAD argument, read.
@@ -72,3 +75,12 @@ func mustAbs(p string) string {
 	}
 	return abs
 }
+
+func describeID(id *admission.Identity) string {
+	if id == nil {
+		return "not StreamFusion content"
+	}
+	return id.String()
+}
+
+func lookupEnv(env []string, key string) (string, bool) { return config.Lookup(env, key) }

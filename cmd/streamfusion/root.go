@@ -31,6 +31,7 @@ Exit status: 0 admitted or done, 78 refused (the report says why),
 	root.AddCommand(
 		newVerify(env),
 		newBake(env),
+		newInstall(env),
 		newCheck(env),
 		newInspect(env),
 		newRules(),
