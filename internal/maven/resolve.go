@@ -197,4 +197,3 @@ func (r *Resolver) sum(ctx context.Context, repo Repository, c Coordinates, ext 
 	}
 	return strings.ToLower(f[0]), nil
 }
-
