@@ -366,3 +366,19 @@ func TestEntrypointLinksNoRegistryCode(t *testing.T) {
 		}
 	}
 }
+
+// The README lists the rules the host CLI adds; they are the binary's own.
+func TestReadmeListsTheCLIRules(t *testing.T) {
+	code, out, _ := cli(t, nil, "rules", "--markdown")
+	require.Equal(t, 0, code)
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	n := 0
+	for _, row := range strings.Split(out, "\n") {
+		if strings.HasPrefix(row, "| `image-") || strings.HasPrefix(row, "| `install-") {
+			n++
+			assert.Contains(t, string(readme), row, "README rule rows are stale: regenerate them with `bin/streamfusion rules --markdown`")
+		}
+	}
+	assert.Equal(t, 6, n)
+}
