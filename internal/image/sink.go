@@ -113,7 +113,7 @@ func (s EngineSink) Write(ctx context.Context, imgs []Platformed, _ v1.ImageInde
 		if c, err = client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err != nil {
 			return "", fmt.Errorf("container engine: %w", err)
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 	}
 	r, w := io.Pipe()
 	go func() { w.CloseWithError(tarball.Write(s.Tag, img, w)) }()

@@ -25,7 +25,7 @@ func (OS) MkdirTemp(dir, pattern string) (string, error) { return os.MkdirTemp(d
 
 // WriteFile implements FileOps: the file is complete on disk when it returns.
 func (OS) WriteFile(name string, data []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644) //nolint:gosec // lib JARs are read by Flink's user, as the distribution's own are
 	if err != nil {
 		return err
 	}

@@ -118,14 +118,14 @@ func (r *Resolver) fetch(ctx context.Context, repo Repository, c Coordinates, lo
 	if resp.StatusCode != http.StatusOK {
 		return statusErr(repo, c, c.Path(), resp)
 	}
-	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil { //nolint:gosec // the local repository's modes, as Maven makes them
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(local), "."+filepath.Base(local)+".part-*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename; there after a failure
 	hashes := make([]hash.Hash, len(sums))
 	writers := []io.Writer{tmp}
 	for i, s := range sums {
@@ -171,7 +171,7 @@ func (r *Resolver) fetch(ctx context.Context, repo Repository, c Coordinates, lo
 		return err
 	}
 	// Maven keeps the .sha1 beside the artifact in its local repository.
-	return os.WriteFile(local+".sha1", []byte(sha1Line), 0o644)
+	return os.WriteFile(local+".sha1", []byte(sha1Line), 0o644) //nolint:gosec // as Maven writes it
 }
 
 // sum fetches a checksum file: its first word, lower case.
