@@ -144,8 +144,8 @@ func ParseObject(raw []byte) (*Resource, error) {
 
 type header struct {
 	metav1.TypeMeta `json:",inline"`
-	Services        map[string]any    `json:"services"`
-	Items           []object          `json:"items"`
+	Services        map[string]any `json:"services"`
+	Items           []object       `json:"items"`
 }
 
 type object = map[string]any

@@ -243,7 +243,11 @@ func TestCertificateReload(t *testing.T) {
 		}
 		return nil
 	}
-	oldClient := func() *http.Client { c := s.pki.client(); c.Transport.(*http.Transport).DisableKeepAlives = true; return c }
+	oldClient := func() *http.Client {
+		c := s.pki.client()
+		c.Transport.(*http.Transport).DisableKeepAlives = true
+		return c
+	}
 	require.NoError(t, get(oldClient()))
 
 	// A new pair from another CA replaces the files (cert-manager's renewal).
