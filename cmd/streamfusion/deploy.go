@@ -93,7 +93,7 @@ func verifyDeployments(c *cobra.Command, o *verifyOptions, files []string) error
 		cr := checkedResource{Resource: r, Containers: []checkedContainer{}}
 		for _, ct := range r.Containers {
 			cc := checkedContainer{Container: ct}
-			v, err := cache.Verify(c.Context(), ct.Image, ct.Platform, nil)
+			v, err := cache.Verify(c.Context(), ct.Image, ct.Platform, verdict.Credentials{})
 			switch {
 			case err != nil:
 				cc.Error = err.Error()

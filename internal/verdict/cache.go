@@ -70,6 +70,8 @@ type Cache struct {
 	group singleflight.Group
 	Stats Stats
 
+	pullers sync.Map // Credentials.Key -> *remote.Puller
+
 	mu      sync.RWMutex
 	entries map[string]*Verdict
 	order   []string
@@ -92,9 +94,34 @@ func New(o Options) *Cache {
 // ErrResolve wraps a failure to reach or read the image: not a verdict.
 var ErrResolve = errors.New("cannot read the image")
 
+// Credentials are a keychain and a key naming it: registry connections
+// (and their tokens) are kept per key, so calls with the same key share
+// them. The zero value is the Docker config.
+type Credentials struct {
+	Key      string
+	Keychain authn.Keychain
+}
+
+// puller returns the registry client kept for the credentials.
+func (c *Cache) puller(cr Credentials) (*remote.Puller, error) {
+	if p, ok := c.pullers.Load(cr.Key); ok {
+		return p.(*remote.Puller), nil
+	}
+	kc := cr.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	p, err := remote.NewPuller(append([]remote.Option{remote.WithAuthFromKeychain(kc)}, c.opts.Remote...)...)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := c.pullers.LoadOrStore(cr.Key, p)
+	return actual.(*remote.Puller), nil
+}
+
 // Verify returns the verdict on ref for platform ("" for the default),
-// with credentials from kc (nil: the Docker config).
-func (c *Cache) Verify(ctx context.Context, ref, platform string, kc authn.Keychain) (*Verdict, error) {
+// with the given credentials.
+func (c *Cache) Verify(ctx context.Context, ref, platform string, cr Credentials) (*Verdict, error) {
 	want := c.opts.Platform
 	if platform != "" {
 		p, err := v1.ParsePlatform(platform)
@@ -108,20 +135,20 @@ func (c *Cache) Verify(ctx context.Context, ref, platform string, kc authn.Keych
 			return c.local(ctx, ref, want)
 		}
 	}
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrResolve, ref, err)
 	}
-	opts := append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}, c.opts.Remote...)
+	p, err := c.puller(cr)
+	if err != nil {
+		return nil, err
+	}
 	plat := want.String()
 	var top string
 	if d, ok := r.(name.Digest); ok {
 		top = d.DigestStr()
 	} else {
-		desc, err := remote.Head(r, opts...)
+		desc, err := p.Head(ctx, r)
 		c.Stats.Resolved.Add(1)
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
@@ -137,8 +164,7 @@ func (c *Cache) Verify(ctx context.Context, ref, platform string, kc authn.Keych
 	ch := c.group.DoChan(top+"|"+plat, func() (any, error) {
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.VerifyTimeout)
 		defer cancel()
-		o := append([]remote.Option{remote.WithContext(vctx), remote.WithAuthFromKeychain(kc)}, c.opts.Remote...)
-		return c.fetchAndVerify(vctx, r, want, o)
+		return c.fetchAndVerify(vctx, r, want, p)
 	})
 	select {
 	case res := <-ch:
@@ -159,8 +185,8 @@ func (c *Cache) hit(v *Verdict, ref string) *Verdict {
 	return &cp
 }
 
-func (c *Cache) fetchAndVerify(ctx context.Context, r name.Reference, want v1.Platform, opts []remote.Option) (*Verdict, error) {
-	desc, err := remote.Get(r, opts...)
+func (c *Cache) fetchAndVerify(ctx context.Context, r name.Reference, want v1.Platform, p *remote.Puller) (*Verdict, error) {
+	desc, err := p.Get(ctx, r)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrResolve, r, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/docker/cli/cli/config/configfile"
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -21,14 +22,15 @@ type Secrets struct {
 	Dir string
 }
 
-// Keychain returns a keychain that tries the named secrets first (a pod's
-// imagePullSecrets), then every other mounted secret, then the Docker
-// config.
-func (s Secrets) Keychain(names []string) authn.Keychain {
+// Credentials returns a keychain that tries the named secrets first (a
+// pod's imagePullSecrets), then every other mounted secret, then the
+// Docker config; its key is the list of names.
+func (s Secrets) Credentials(names []string) Credentials {
 	if s.Dir == "" {
-		return authn.DefaultKeychain
+		return Credentials{Key: "", Keychain: authn.DefaultKeychain}
 	}
-	return authn.NewMultiKeychain(secretKeychain{dir: s.Dir, first: names}, authn.DefaultKeychain)
+	return Credentials{Key: "secrets:" + strings.Join(names, ","),
+		Keychain: authn.NewMultiKeychain(secretKeychain{dir: s.Dir, first: names}, authn.DefaultKeychain)}
 }
 
 type secretKeychain struct {

@@ -207,15 +207,24 @@ func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 		v   *verdict.Verdict
 		err error
 	}
-	results := make([]result, len(res.Containers))
+	// One look-up per distinct image (the JobManager and TaskManagers
+	// usually share one), all at once.
+	byImage := map[string]*result{}
 	var wg sync.WaitGroup
-	for i, ct := range res.Containers {
-		wg.Go(func() {
-			v, err := c.Cache.Verify(ctx, ct.Image, ct.Platform, c.Secrets.Keychain(ct.PullSecrets))
-			results[i] = result{v, err}
-		})
+	for _, ct := range res.Containers {
+		k := ct.Image + "|" + ct.Platform + "|" + strings.Join(ct.PullSecrets, ",")
+		if byImage[k] != nil {
+			continue
+		}
+		r := &result{}
+		byImage[k] = r
+		wg.Go(func() { r.v, r.err = c.Cache.Verify(ctx, ct.Image, ct.Platform, c.Secrets.Credentials(ct.PullSecrets)) })
 	}
 	wg.Wait()
+	results := make([]result, len(res.Containers))
+	for i, ct := range res.Containers {
+		results[i] = *byImage[ct.Image+"|"+ct.Platform+"|"+strings.Join(ct.PullSecrets, ",")]
+	}
 
 	var refusals, failures, warnings []string
 	var members []deploy.Member
