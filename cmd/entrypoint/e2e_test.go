@@ -515,6 +515,12 @@ func TestOwnCommands(t *testing.T) {
 	for _, args := range [][]string{{"streamfusion"}, {"streamfusion", "bogus"}, {"streamfusion", "inspect"}, {"streamfusion", "check", "--bogus"}} {
 		r = im.start(t, nil, args...)
 		assert.Equal(t, 64, r.code, "%q", args)
+		assert.NotEmpty(t, r.stderr, "%q: says what is wrong", args)
+	}
+	for _, args := range [][]string{{"streamfusion", "--help"}, {"streamfusion", "check", "--help"}, {"streamfusion", "inspect", "-h"}} {
+		r = im.start(t, nil, args...)
+		assert.Equal(t, 0, r.code, "%q", args)
+		assert.Contains(t, r.stdout, "Commands:", "%q", args)
 	}
 }
 

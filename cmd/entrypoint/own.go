@@ -34,6 +34,11 @@ func own(args, env []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "print JSON")
 	markdown := fs.Bool("markdown", false, "print Markdown")
 	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+		fmt.Fprintf(stderr, "streamfusion %s: %v\n", args[0], err)
 		return exitUsage
 	}
 	switch args[0] {

@@ -214,10 +214,15 @@ func loadEntrypoints(given string) (map[string][]byte, error) {
 func loadEntrypointsFrom(dir string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, a := range []string{"amd64", "arm64"} {
-		data, err := os.ReadFile(filepath.Join(dir, "entrypoint-linux-"+a))
-		if err == nil {
-			out[a] = data
+		p := filepath.Join(dir, "entrypoint-linux-"+a)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
 		}
+		if err := image.CheckEntrypoint(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out[a] = data
 	}
 	if len(out) > 0 {
 		return out, nil
@@ -225,6 +230,9 @@ func loadEntrypointsFrom(dir string) (map[string][]byte, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "entrypoint"))
 	if err != nil {
 		return nil, fmt.Errorf("no entrypoint binary beside this command (%w); build it (make build) or pass --entrypoint", err)
+	}
+	if err := image.CheckEntrypoint(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "entrypoint"), err)
 	}
 	return map[string][]byte{"amd64": data, "arm64": data}, nil
 }

@@ -127,3 +127,37 @@ func jarArgs(t *testing.T, line string, mod func(*testkit.Payload)) []string {
 	}
 	return out
 }
+
+func TestInstallJSONAndInspect(t *testing.T) {
+	home, env := flinkHome(t, testkit.Good("2.2.1"))
+	dir := t.TempDir()
+	var jars []string
+	for _, p := range testkit.StreamFusion("2.2", "0.2.0") {
+		f := filepath.Join(dir, p.Name)
+		require.NoError(t, os.WriteFile(f, p.Payload.Bytes(), 0o644))
+		jars = append(jars, f)
+	}
+	before := libState(t, home)
+	code, out, stderr := cli(t, env, append([]string{"install", "--dry-run", "--json", "--flink-home", home}, jars...)...)
+	require.Equal(t, 0, code, stderr)
+	var got installed
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	assert.True(t, got.DryRun)
+	assert.False(t, got.Applied)
+	assert.True(t, got.Report.Admitted)
+	ops := map[string]int{}
+	for _, c := range got.Changes {
+		ops[c.Op]++
+	}
+	assert.Equal(t, map[string]int{"add": 4, "remove": 4}, ops, "the 0.1.0 payloads under their Maven names go")
+	assert.Equal(t, before, libState(t, home))
+
+	code, out, _ = cli(t, env, append([]string{"inspect"}, jars...)...)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "loader streamfusion-loader 0.2.0 (line 2.2)")
+	assert.Contains(t, out, "embedded core: core streamfusion-core 0.2.0 (line 2.2)")
+	code, out, _ = cli(t, env, "inspect", "--json", filepath.Join(home, "lib", "flink-dist-2.2.1.jar"))
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, `"entries"`)
+	assert.NotContains(t, out, `"identity"`, "not StreamFusion content")
+}

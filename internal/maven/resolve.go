@@ -167,6 +167,9 @@ func (r *Resolver) fetch(ctx context.Context, repo Repository, c Coordinates, lo
 	if sha1Line == "" {
 		sha1Line = hex.EncodeToString(hashes[len(hashes)-1].Sum(nil))
 	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil { //nolint:gosec // the local repository's modes, as Maven makes them
+		return err
+	}
 	if err := os.Rename(tmp.Name(), local); err != nil {
 		return err
 	}
