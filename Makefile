@@ -44,6 +44,7 @@ bench: build
 	mkdir -p bin/bench-jvm && javac -d bin/bench-jvm bench/jvm/JarCheck.java
 	go run ./bench/compare -bin bin -runs $(BENCH_RUNS)
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
+	go test -run '^$$' -bench WarmReview -benchtime 2000x ./internal/webhook
 
 lint:
 	go vet -tags imagesuite,realjars ./...
@@ -54,7 +55,8 @@ lint:
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested \
-	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten
+	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten \
+	internal/deploy:FuzzParse internal/webhook:FuzzValidate
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; go test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME); done

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +112,7 @@ func TestParseErrors(t *testing.T) {
 		{"second document broken", "kind: Service\n---\nkind: Pod\nspec: {containers: 3}\n", "document 2"},
 		{"no kind", "metadata: {name: x}\n", "no kind"},
 		{"wrong type", "kind: Pod\nspec: {containers: 3}\n", "document 1"},
+		{"alias bomb", laughs(8), "excessive aliasing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".yaml")
@@ -175,4 +177,15 @@ func TestFactsOf(t *testing.T) {
 		{Kind: admission.KindCore, Version: "0.1.0", BuildID: "3f9c"},
 	}}
 	assert.Equal(t, ImageFacts{Flink: "2.2.1", Line: "2.2", StreamFusion: "0.1.0", Build: "3f9c", JDK: "1.8.0_392", JDKMajor: 8}, FactsOf(d))
+}
+
+// laughs is a document whose aliases expand to 9^n values.
+func laughs(n int) string {
+	var b strings.Builder
+	b.WriteString("kind: Pod\nl0: &l0 [x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i <= n; i++ {
+		ref := fmt.Sprintf("*l%d", i-1)
+		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(ref+", ", 9), ", "))
+	}
+	return b.String()
 }
