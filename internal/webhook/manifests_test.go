@@ -213,6 +213,21 @@ func TestHelmChart(t *testing.T) {
 			m := readManifests(t, out)
 			m.check(t)
 			assert.Equal(t, "sf", m.service.Name)
+			var paths []string
+			for _, v := range m.deployment.Spec.Template.Spec.Volumes {
+				if v.Projected != nil {
+					for _, src := range v.Projected.Sources {
+						for _, it := range src.Secret.Items {
+							paths = append(paths, it.Path)
+						}
+					}
+				}
+			}
+			if tc.args != nil {
+				assert.Equal(t, []string{"regcred/.dockerconfigjson", "other/.dockerconfigjson"}, paths, "each pull secret in its own directory")
+			} else {
+				assert.Empty(t, paths)
+			}
 		})
 	}
 }
