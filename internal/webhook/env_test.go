@@ -110,7 +110,7 @@ func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 // registryWith serves imgs by tag on loopback; the handler may be wrapped.
 func registryWith(t testing.TB, wrap func(http.Handler) http.Handler, imgs map[string]v1.Image) string {
 	t.Helper()
-	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	if wrap != nil {
 		h = wrap(h)
 	}

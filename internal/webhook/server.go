@@ -118,7 +118,9 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		err := srv.Shutdown(sctx)
-		<-errc
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
 		return err
 	}
 }
