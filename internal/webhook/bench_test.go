@@ -1,7 +1,11 @@
 package webhook
 
 import (
+	"bytes"
+	"github.com/rs/zerolog"
+	"github.com/streamfusion/image-entrypoint/internal/verdict"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
@@ -49,5 +53,32 @@ func BenchmarkWarmReview(b *testing.B) {
 			b.ReportMetric(p(0.99), "p99-ms")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// BenchmarkColdReview is a review of an image no verdict is known for: the
+// manifest, the config and every layer read from a loopback registry and
+// the entrypoint's rules run (no layer cache). The test image is small
+// (Flink's lib as the test kit writes it, a few MB); a real Flink image's
+// layers make this slower, which is what a layer cache below image.Verify
+// would remove for known base layers.
+//
+//	go test -run '^$' -bench ColdReview -benchtime 20x ./internal/webhook/
+func BenchmarkColdReview(b *testing.B) {
+	imgs := shared(b)
+	host := registryWith(b, nil, map[string]v1Image{"good": imgs.good})
+	body := reviewOf(b, "FlinkDeployment", admissionv1.Create, flinkDeployment(host+"/flink:good", "v2_2", ""))
+	for b.Loop() {
+		h, err := Handler(Config{Cache: verdict.New(verdict.Options{}), Log: zerolog.Nop()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/validate", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"allowed":true`)) {
+			b.Fatalf("%d %s", rec.Code, rec.Body)
+		}
 	}
 }
