@@ -26,6 +26,10 @@ import (
 // or a compose file.
 var ErrInput = errors.New("unreadable deployment")
 
+// ErrNoWorkload is an object of a kind that runs no container (a Service,
+// a ConfigMap): nothing to check.
+var ErrNoWorkload = errors.New("the object runs no container")
+
 // MainContainer is the container the operator and native Kubernetes run
 // Flink in.
 const MainContainer = "flink-main-container"
@@ -137,7 +141,7 @@ func ParseObject(raw []byte) (*Resource, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
 	if len(rs) != 1 {
-		return nil, fmt.Errorf("%w: the object is not a kind this webhook checks", ErrInput)
+		return nil, ErrNoWorkload
 	}
 	return rs[0], nil
 }

@@ -124,6 +124,8 @@ func TestParseErrors(t *testing.T) {
 		})
 	}
 	_, err := ParseObject([]byte(`{"kind":"Service","metadata":{"name":"x"}}`))
+	assert.ErrorIs(t, err, ErrNoWorkload)
+	_, err = ParseObject([]byte(`{"kind":"Pod","spec":{"containers":"x"}}`))
 	assert.ErrorIs(t, err, ErrInput)
 }
 

@@ -165,9 +165,10 @@ func (c *Config) validate(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, http.StatusBadRequest, "the AdmissionReview has no request or no request.uid")
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), c.deadline(r)-margin)
+	limit := c.deadline(r)
+	ctx, cancel := context.WithTimeout(r.Context(), limit-margin)
 	defer cancel()
-	resp := c.review(ctx, review.Request)
+	resp := c.review(ctx, review.Request, limit)
 	resp.UID = review.Request.UID
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	w.Header().Set("Content-Type", "application/json")
@@ -194,11 +195,14 @@ func (c *Config) deadline(r *http.Request) time.Duration {
 }
 
 // review decides one request.
-func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest, limit time.Duration) *admissionv1.AdmissionResponse {
 	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || req.SubResource != "" {
 		return &admissionv1.AdmissionResponse{Allowed: true}
 	}
 	res, err := deploy.ParseObject(req.Object.Raw)
+	if errors.Is(err, deploy.ErrNoWorkload) {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
 	if err != nil {
 		return c.failure(fmt.Sprintf("the %s object cannot be read: %v", req.Kind.Kind, err))
 	}
@@ -235,7 +239,7 @@ func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 		who := fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image)
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() != nil:
-			failures = append(failures, fmt.Sprintf("%s: not verified within %s (the verification goes on; a retry is answered from its result)", who, c.Timeout))
+			failures = append(failures, fmt.Sprintf("%s: not verified within %s (the verification goes on; a retry is answered from its result)", who, limit))
 		case err != nil:
 			failures = append(failures, fmt.Sprintf("%s: %v", who, err))
 		case !v.Admitted:

@@ -69,6 +69,8 @@ func TestReviews(t *testing.T) {
 		{name: "plain TaskManager pod", kind: "Pod", op: admissionv1.Create, obj: pod(plain, "taskmanager"),
 			contains: []string{report.Summary("taskmanager", res.Decision)}},
 		{name: "a debug shell is passed through", kind: "Pod", op: admissionv1.Create, obj: pod(plain, "sh"), allowed: true},
+		{name: "a kind that runs nothing", kind: "Service", op: admissionv1.Create, allowed: true,
+			obj: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "s"}}},
 		{name: "deletion", kind: "FlinkDeployment", op: admissionv1.Delete, obj: flinkDeployment(plain, "v2_2", ""), allowed: true},
 		{name: "session job", kind: "FlinkSessionJob", op: admissionv1.Create, allowed: true, warning: "runs on FlinkDeployment basic",
 			obj: map[string]any{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob", "metadata": map[string]any{"name": "j"},
