@@ -61,6 +61,7 @@ bench: build
 	mkdir -p bin/bench-jvm && javac -d bin/bench-jvm bench/jvm/JarCheck.java
 	go run ./bench/compare -bin bin -runs $(BENCH_RUNS) -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales '$(BENCH_SCALES)'
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
+	go test -run '^$$' -bench WarmReview -benchtime 2000x ./internal/webhook
 
 # streamfusion verify and bake on a ~700 MB image built from parts, from a tarball, an
 # OCI layout and a loopback registry, against a floor that reads every layer
@@ -81,7 +82,8 @@ lint:
 # would spend a short run's whole budget on one input.
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
-	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten internal/image:FuzzScanLayer
+	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/roles:FuzzClassify internal/image:FuzzFlatten internal/image:FuzzScanLayer \
+	internal/deploy:FuzzParse internal/webhook:FuzzValidate
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; go test ./$$pkg -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s; done

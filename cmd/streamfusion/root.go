@@ -36,6 +36,7 @@ Exit status: 0 admitted or done, 78 refused (the report says why),
 		newInspect(env),
 		newRules(),
 		newVersion(),
+		newWebhook(env),
 	)
 	return root, started
 }

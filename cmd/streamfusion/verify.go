@@ -47,6 +47,7 @@ Exit status 0 when every image would start, 78 when one would be refused.`,
 	}
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the reports as JSON")
 	c.Flags().StringVar(&o.Platform, "platform", "", "verify only this platform of an index (OS/ARCH)")
+	withDeployments(c, o) // -f: whole deployments (deploy.go)
 	return c
 }
 

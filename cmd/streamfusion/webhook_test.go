@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// selfSigned writes a certificate for 127.0.0.1 and its key.
+func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "webhook test"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	kder, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600))
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+func TestWebhookCommand(t *testing.T) {
+	certFile, keyFile, pool := selfSigned(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no certificate", []string{"webhook"}, "needs --tls-cert and --tls-key"},
+		{"timeout over the API server's maximum", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--timeout", "31s"}, "at most 30s"},
+		{"unknown failure policy", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--failure-policy", "Maybe"}, `failure policy "Maybe"`},
+		{"unreadable key", []string{"webhook", "--tls-cert", certFile, "--tls-key", certFile}, "TLS certificate"},
+		{"arguments", []string{"webhook", "extra"}, "takes no arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := cli(t, nil, tc.args...)
+			assert.Equal(t, 64, code, stderr)
+			assert.Contains(t, stderr, tc.want)
+		})
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"webhook", "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--timeout", "3s"}, nil, io.Discard, &stderr)
+	}()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	var body string
+	for range 100 {
+		resp, err := client.Get("https://" + addr + "/healthz")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	assert.Equal(t, "ok\n", body)
+	resp, err := client.Post("https://"+addr+"/validate", "application/json", strings.NewReader("{}"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, 0, code, stderr.String())
+	case <-time.After(15 * time.Second):
+		t.Fatal("the webhook did not stop when its context ended")
+	}
+	assert.Contains(t, stderr.String(), "webhook serving /validate and /healthz")
+}

@@ -1,0 +1,184 @@
+package deploy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+)
+
+// ImageFacts are what the set checks compare, from one image's decision.
+type ImageFacts struct {
+	Flink        string `json:"flink,omitempty"`
+	Line         string `json:"line,omitempty"`
+	StreamFusion string `json:"streamfusion,omitempty"`
+	Build        string `json:"build,omitempty"`
+	JDK          string `json:"jdk,omitempty"`
+	JDKMajor     int    `json:"jdkMajor,omitempty"`
+}
+
+// FactsOf takes the facts from an image's decision: the Flink release, the
+// StreamFusion release and build of its loader and core, the JDK major.
+func FactsOf(d *admission.Decision) ImageFacts {
+	f := ImageFacts{Flink: d.Flink, Line: d.Line, JDK: d.JDK}
+	if f.Line == "" {
+		f.Line = lineOf(d.Flink)
+	}
+	if j, err := admission.ParseJava(d.JDK); err == nil {
+		f.JDKMajor = j.Major
+	}
+	for _, id := range d.Payloads {
+		if id.Kind != admission.KindLoader && id.Kind != admission.KindCore {
+			continue
+		}
+		if f.StreamFusion == "" {
+			f.StreamFusion = id.Version
+		}
+		if f.Build == "" {
+			f.Build = id.BuildID
+		}
+	}
+	return f
+}
+
+func lineOf(v string) string {
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// Member is one verified container of the set.
+type Member struct {
+	Resource  *Resource
+	Container Container
+	Facts     ImageFacts
+}
+
+// Finding is a problem of the set, not of one image.
+type Finding struct {
+	Rule     string             `json:"rule"`
+	Severity admission.Severity `json:"severity"`
+	Cluster  string             `json:"cluster"`
+	Message  string             `json:"message"`
+	Fix      string             `json:"fix"`
+}
+
+// Text is the finding as one line.
+func (f Finding) Text() string { return f.Message + " (fix: " + f.Fix + ")" }
+
+// Set rules.
+const (
+	RuleFlinkRelease = "deploy-one-flink-release"
+	RuleStreamFusion = "deploy-one-streamfusion-build"
+	RuleJDK          = "deploy-one-jdk-major"
+	RuleFlinkVersion = "deploy-flink-version"
+	RuleSessionJob   = "deploy-session-target"
+)
+
+// CheckSet compares the members of each cluster: one Flink release, one
+// StreamFusion release and build, one JDK major across client, JobManager
+// and TaskManagers; spec.flinkVersion against the images' Flink line; and
+// every FlinkSessionJob's FlinkDeployment present. Facts left empty (an
+// image that could not be read, or has no StreamFusion) are not compared:
+// the image's own refusal says why. Pure: no I/O.
+func CheckSet(resources []*Resource, members []Member) []Finding {
+	var out []Finding
+	byCluster := map[string][]Member{}
+	var clusters []string
+	for _, m := range members {
+		c := m.Resource.Cluster
+		if _, ok := byCluster[c]; !ok {
+			clusters = append(clusters, c)
+		}
+		byCluster[c] = append(byCluster[c], m)
+	}
+	sort.Strings(clusters)
+	for _, c := range clusters {
+		ms := byCluster[c]
+		out = append(out, same(c, ms, RuleFlinkRelease, "Flink releases", func(f ImageFacts) string { return f.Flink },
+			"build every image of the cluster from the same Flink release")...)
+		out = append(out, same(c, ms, RuleStreamFusion, "StreamFusion releases and builds", func(f ImageFacts) string {
+			if f.StreamFusion == "" {
+				return ""
+			}
+			return f.StreamFusion + " (build " + or(f.Build, "none") + ")"
+		}, "bake every image of the cluster with the same StreamFusion payloads (streamfusion bake with the same --payload set)")...)
+		out = append(out, same(c, ms, RuleJDK, "JDK majors", func(f ImageFacts) string {
+			if f.JDKMajor == 0 {
+				return ""
+			}
+			return fmt.Sprint(f.JDKMajor)
+		}, "use base images of one Java major for the client, the JobManager and the TaskManagers")...)
+		for _, m := range ms {
+			want := operatorLine(m.Resource.FlinkVersion)
+			if want == "" || m.Facts.Line == "" || want == m.Facts.Line {
+				continue
+			}
+			out = append(out, Finding{Rule: RuleFlinkVersion, Severity: admission.Error, Cluster: c,
+				Message: fmt.Sprintf("%s: spec.flinkVersion is %s but %s's image %s holds Flink %s (line %s)",
+					m.Resource.ID(), m.Resource.FlinkVersion, m.Container.Role, m.Container.Image, m.Facts.Flink, m.Facts.Line),
+				Fix: fmt.Sprintf("set spec.flinkVersion to v%s, or use an image of Flink %s", strings.ReplaceAll(m.Facts.Line, ".", "_"), want)})
+		}
+	}
+	deployments := map[string]bool{}
+	for _, r := range resources {
+		if r.Kind == "FlinkDeployment" {
+			deployments[r.Cluster] = true
+		}
+	}
+	for _, r := range resources {
+		if r.Kind == "FlinkSessionJob" && !deployments[r.Cluster] {
+			out = append(out, Finding{Rule: RuleSessionJob, Severity: admission.Warning, Cluster: r.Cluster,
+				Message: fmt.Sprintf("%s runs on FlinkDeployment %s, which is not in the input: the images it runs on were not checked", r.ID(), r.Cluster),
+				Fix:     "verify the session job together with its FlinkDeployment"})
+		}
+	}
+	return out
+}
+
+// same reports a cluster whose members disagree on one fact, naming each
+// value with the roles and images that have it.
+func same(cluster string, ms []Member, rule, what string, value func(ImageFacts) string, fix string) []Finding {
+	who := map[string][]string{}
+	var values []string
+	for _, m := range ms {
+		v := value(m.Facts)
+		if v == "" {
+			continue
+		}
+		if _, ok := who[v]; !ok {
+			values = append(values, v)
+		}
+		who[v] = appendNew(who[v], fmt.Sprintf("%s %s", m.Container.Group, m.Container.Image))
+	}
+	if len(values) < 2 {
+		return nil
+	}
+	sort.Strings(values)
+	var parts []string
+	for _, v := range values {
+		parts = append(parts, v+" in "+strings.Join(who[v], ", "))
+	}
+	return []Finding{{Rule: rule, Severity: admission.Error, Cluster: cluster,
+		Message: fmt.Sprintf("cluster %s mixes %s: %s; one is required across client, JobManager and TaskManagers", cluster, what, strings.Join(parts, "; ")),
+		Fix:     fix}}
+}
+
+// operatorLine maps the operator's FlinkVersion (v1_18, v2_2) to a line.
+func operatorLine(v string) string {
+	s, ok := strings.CutPrefix(strings.TrimSpace(v), "v")
+	if !ok {
+		return ""
+	}
+	return strings.ReplaceAll(s, "_", ".")
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,0 +1,17 @@
+// Package verdict verifies images by reference and remembers the verdict
+// by digest: an image digest names its content, so its verdict never
+// changes and a known image answers without reading a layer. A tag is
+// resolved with one manifest HEAD per call; a digest reference whose
+// verdict is known needs no registry at all. Concurrent calls for one
+// image share one verification (singleflight), which runs detached from
+// any one caller's deadline so that a caller that gives up still leaves
+// the verdict for the next.
+//
+// The verification itself is internal/image's Verify, the entrypoint's own
+// rules over the facts read from the image's layers; with the layer-facts
+// cache (Options.Read), a cold verdict of an image whose base layers are
+// known reads only its new layers.
+//
+// Credentials come from a keychain per call: the Docker config
+// (authn.DefaultKeychain, DOCKER_CONFIG) and pull-secret files (Secrets).
+package verdict

@@ -1,0 +1,29 @@
+// Package webhook is a Kubernetes validating admission webhook that refuses,
+// at `kubectl apply`, the FlinkDeployments, FlinkSessionJobs and Pods whose
+// Flink images the StreamFusion entrypoint would refuse at start, and the
+// clusters whose images disagree (internal/deploy's set checks).
+//
+// It answers POST /validate with an admission.k8s.io/v1 AdmissionReview and
+// GET /healthz. Verdicts come from internal/verdict: by image digest, so a
+// known image answers without reading a layer. A denial's message carries,
+// for each refused container, the same text the entrypoint writes to the
+// termination message (internal/report.Summary).
+//
+// Deadlines and the failure direction: the API server waits timeoutSeconds
+// (10 s by default, at most 30 s) and then applies the
+// ValidatingWebhookConfiguration's failurePolicy on its own (Fail: the
+// request is rejected; Ignore: it is let through). This server answers
+// before that, within Config.Timeout (and within the timeout the API server
+// passes in the URL's query), so the operator's choice is applied here
+// with a message that says what happened: Config.FailurePolicy "Fail"
+// denies an object whose images could not be verified in time or could
+// not be read; "Ignore" admits it with a warning. A verification that
+// missed the deadline keeps running in the background and fills the cache,
+// so the retry that follows a Fail is answered at once. Set both policies
+// alike.
+//
+// The server does not read Secrets through the API: registry credentials
+// come from a Docker config (DOCKER_CONFIG) and from pull secrets mounted
+// as files (verdict.Secrets), tried in the order of the pod's
+// imagePullSecrets. It has no RBAC needs beyond its own pod.
+package webhook

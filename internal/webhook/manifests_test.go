@@ -1,0 +1,233 @@
+package webhook
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	yaml "go.yaml.in/yaml/v3"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/streamfusion/image-entrypoint/internal/deploy"
+)
+
+// manifests are the objects of deploy/webhook (or of the chart, rendered).
+type manifests struct {
+	webhook    *admissionregistrationv1.ValidatingWebhookConfiguration
+	service    *corev1.Service
+	deployment *appsv1.Deployment
+	account    string
+	cert       map[string]any // the cert-manager Certificate (no Go types here)
+}
+
+func splitDocs(t *testing.T, data []byte) [][]byte {
+	t.Helper()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var out [][]byte
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		require.NoError(t, err)
+		if len(n.Content) == 0 {
+			continue
+		}
+		b, err := yaml.Marshal(&n)
+		require.NoError(t, err)
+		out = append(out, b)
+	}
+}
+
+func readManifests(t *testing.T, data []byte) manifests {
+	t.Helper()
+	var m manifests
+	for _, doc := range splitDocs(t, data) {
+		var h struct{ Kind string }
+		require.NoError(t, k8syaml.Unmarshal(doc, &h))
+		switch h.Kind {
+		case "ValidatingWebhookConfiguration":
+			m.webhook = &admissionregistrationv1.ValidatingWebhookConfiguration{}
+			require.NoError(t, k8syaml.UnmarshalStrict(doc, m.webhook))
+		case "Service":
+			m.service = &corev1.Service{}
+			require.NoError(t, k8syaml.UnmarshalStrict(doc, m.service))
+		case "Deployment":
+			m.deployment = &appsv1.Deployment{}
+			require.NoError(t, k8syaml.UnmarshalStrict(doc, m.deployment))
+		case "ServiceAccount":
+			var sa corev1.ServiceAccount
+			require.NoError(t, k8syaml.UnmarshalStrict(doc, &sa))
+			m.account = sa.Name
+		case "Certificate":
+			require.NoError(t, k8syaml.Unmarshal(doc, &m.cert))
+		}
+	}
+	require.NotNil(t, m.webhook, "a ValidatingWebhookConfiguration")
+	require.NotNil(t, m.service, "a Service")
+	require.NotNil(t, m.deployment, "a Deployment")
+	require.NotNil(t, m.cert, "a Certificate")
+	return m
+}
+
+// check says that the pieces fit: the webhook calls the Service at
+// /validate, the Service reaches the container's port, the server's flags
+// match the configuration, and the certificate is the one mounted.
+func (m manifests) check(t *testing.T) {
+	t.Helper()
+	c := m.deployment.Spec.Template.Spec.Containers[0]
+	flags := map[string]string{}
+	for _, a := range c.Args[1:] {
+		k, v, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		flags[k] = v
+	}
+	assert.Equal(t, "webhook", c.Args[0])
+	require.Len(t, c.Ports, 1)
+	assert.Equal(t, ":"+itoa(c.Ports[0].ContainerPort), flags["listen"])
+	svc := m.service
+	require.Len(t, svc.Spec.Ports, 1)
+	assert.Equal(t, c.Ports[0].Name, svc.Spec.Ports[0].TargetPort.String(), "the Service targets the container's port")
+	for k, v := range svc.Spec.Selector {
+		assert.Equal(t, v, m.deployment.Spec.Template.Labels[k], "the Service selects the webhook's pods")
+	}
+	assert.Equal(t, m.account, m.deployment.Spec.Template.Spec.ServiceAccountName)
+	timeout, err := time.ParseDuration(flags["timeout"])
+	require.NoError(t, err)
+
+	var resources []string
+	for _, w := range m.webhook.Webhooks {
+		ref := w.ClientConfig.Service
+		require.NotNil(t, ref, w.Name)
+		assert.Equal(t, svc.Name, ref.Name, w.Name)
+		assert.Equal(t, svc.Namespace, ref.Namespace, w.Name)
+		require.NotNil(t, ref.Path)
+		assert.Equal(t, "/validate", *ref.Path)
+		require.NotNil(t, ref.Port)
+		assert.Equal(t, svc.Spec.Ports[0].Port, *ref.Port)
+		assert.Equal(t, []string{"v1"}, w.AdmissionReviewVersions)
+		require.NotNil(t, w.SideEffects)
+		assert.Equal(t, admissionregistrationv1.SideEffectClassNone, *w.SideEffects)
+		require.NotNil(t, w.FailurePolicy)
+		assert.Equal(t, string(*w.FailurePolicy), flags["failure-policy"], "the server answers in the direction the API server would")
+		require.NotNil(t, w.TimeoutSeconds)
+		assert.Less(t, timeout, time.Duration(*w.TimeoutSeconds)*time.Second, "the server answers before the API server gives up")
+		require.NotNil(t, w.NamespaceSelector)
+		excluded := false
+		for _, e := range w.NamespaceSelector.MatchExpressions {
+			excluded = excluded || e.Key == "kubernetes.io/metadata.name" && e.Operator == "NotIn" && slices.Contains(e.Values, svc.Namespace)
+		}
+		assert.True(t, excluded, "%s: the webhook's own namespace is never sent to it", w.Name)
+		for _, r := range w.Rules {
+			resources = append(resources, r.Resources...)
+		}
+	}
+	assert.ElementsMatch(t, []string{"flinkdeployments", "flinksessionjobs", "pods"}, resources)
+
+	spec, _ := m.cert["spec"].(map[string]any)
+	meta, _ := m.cert["metadata"].(map[string]any)
+	assert.Equal(t, svc.Namespace+"/"+meta["name"].(string), m.webhook.Annotations["cert-manager.io/inject-ca-from"])
+	assert.Contains(t, spec["dnsNames"], svc.Name+"."+svc.Namespace+".svc", "the certificate names the Service")
+	var tlsSecret string
+	for _, v := range m.deployment.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			tlsSecret = v.Secret.SecretName
+		}
+	}
+	assert.Equal(t, spec["secretName"], tlsSecret, "the Deployment mounts the certificate's Secret")
+	var mounted bool
+	for _, vm := range c.VolumeMounts {
+		mounted = mounted || strings.HasPrefix(flags["tls-cert"], vm.MountPath+"/")
+	}
+	assert.True(t, mounted, "--tls-cert is below a mount")
+}
+
+func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+func TestDeployManifests(t *testing.T) {
+	var all []byte
+	files, err := filepath.Glob("../../deploy/webhook/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		all = append(append(all, b...), []byte("\n---\n")...)
+	}
+	readManifests(t, all).check(t)
+}
+
+func TestExampleFlinkDeployment(t *testing.T) {
+	rs, err := deploy.ParsePath("../../deploy/examples/flinkdeployment.yaml", nil)
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	assert.Equal(t, "v2_2", rs[0].FlinkVersion)
+	require.Len(t, rs[0].Containers, 2)
+	for _, c := range rs[0].Containers {
+		assert.Contains(t, c.Image, "streamfusion")
+		assert.Equal(t, []string{"regcred"}, c.PullSecrets)
+	}
+}
+
+// TestHelmChart renders the chart with the real helm and checks the
+// result as the plain manifests are checked. Outside CI a missing helm
+// skips; in CI (.ci/run installs it) it fails.
+func TestHelmChart(t *testing.T) {
+	helm, err := osexec.LookPath("helm")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("helm is not on PATH (.ci/run installs it)")
+		}
+		t.Skip("helm is not on PATH")
+	}
+	chart := "../../deploy/helm/streamfusion-webhook"
+	out, err := osexec.Command(helm, "lint", "--strict", chart).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"defaults", nil},
+		{"pull secrets, Ignore, 15s", []string{"--set", "webhook.pullSecrets={regcred,other}", "--set", "webhook.failurePolicy=Ignore", "--set", "webhook.timeoutSeconds=15"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"template", "sf", chart, "--namespace", "streamfusion"}, tc.args...)
+			cmd := osexec.Command(helm, args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			require.NoError(t, err, stderr.String())
+			m := readManifests(t, out)
+			m.check(t)
+			assert.Equal(t, "sf", m.service.Name)
+			var paths []string
+			for _, v := range m.deployment.Spec.Template.Spec.Volumes {
+				if v.Projected != nil {
+					for _, src := range v.Projected.Sources {
+						for _, it := range src.Secret.Items {
+							paths = append(paths, it.Path)
+						}
+					}
+				}
+			}
+			if tc.args != nil {
+				assert.Equal(t, []string{"regcred/.dockerconfigjson", "other/.dockerconfigjson"}, paths, "each pull secret in its own directory")
+			} else {
+				assert.Empty(t, paths)
+			}
+		})
+	}
+}

@@ -1,0 +1,289 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/deploy"
+	"github.com/streamfusion/image-entrypoint/internal/report"
+	"github.com/streamfusion/image-entrypoint/internal/verdict"
+)
+
+// Failure policies, as the ValidatingWebhookConfiguration names them.
+const (
+	Fail   = "Fail"
+	Ignore = "Ignore"
+)
+
+// Limits.
+const (
+	// DefaultTimeout is below the API server's 10 s default.
+	DefaultTimeout = 8 * time.Second
+	// maxBody bounds a review: the API server caps an object at 3 MiB and a
+	// review of an UPDATE carries two.
+	maxBody = 7 << 20
+	// maxMessage bounds a denial's message (each container's part is a
+	// termination message of at most 4 KiB).
+	maxMessage = 12 << 10
+	// margin is what an answer needs after the deadline: encode and write.
+	margin = 100 * time.Millisecond
+)
+
+// Config is the webhook's configuration.
+type Config struct {
+	Cache         *verdict.Cache
+	Secrets       verdict.Secrets
+	Timeout       time.Duration // default DefaultTimeout
+	FailurePolicy string        // Fail (default) or Ignore
+	Log           zerolog.Logger
+}
+
+// Validate checks the configuration and fills defaults.
+func (c *Config) Validate() error {
+	if c.Cache == nil {
+		return errors.New("webhook: no verdict cache")
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	switch c.FailurePolicy {
+	case "":
+		c.FailurePolicy = Fail
+	case Fail, Ignore:
+	default:
+		return fmt.Errorf("failure policy %q: want %s or %s", c.FailurePolicy, Fail, Ignore)
+	}
+	return nil
+}
+
+// Handler serves /validate and /healthz.
+func Handler(c Config) (http.Handler, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/validate", c.validate)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux, nil
+}
+
+// NewServer returns an HTTPS server for the handler, its certificate from
+// certs (reloaded as the files change).
+func NewServer(c Config, certs *CertReloader) (*http.Server, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	h, err := Handler(c)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Server{
+		Handler:           h,
+		TLSConfig:         &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      c.Timeout + 10*time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          log.New(c.Log, "", 0), // TLS handshake errors and the like
+	}, nil
+}
+
+// Serve runs srv on ln until ctx ends, then shuts it down gracefully.
+func Serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		err := srv.Shutdown(sctx)
+		if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		return err
+	}
+}
+
+// badRequest answers a request that is not an AdmissionReview; the API
+// server then applies its failurePolicy.
+func badRequest(w http.ResponseWriter, code int, format string, args ...any) {
+	http.Error(w, "streamfusion webhook: "+fmt.Sprintf(format, args...), code)
+}
+
+func (c *Config) validate(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		badRequest(w, http.StatusMethodNotAllowed, "%s /validate: POST an admission.k8s.io/v1 AdmissionReview", r.Method)
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		badRequest(w, http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", r.Header.Get("Content-Type"))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			badRequest(w, http.StatusRequestEntityTooLarge, "the review is larger than %d bytes", maxBody)
+			return
+		}
+		badRequest(w, http.StatusBadRequest, "read the review: %v", err)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil {
+		badRequest(w, http.StatusBadRequest, "not an AdmissionReview: %v", err)
+		return
+	}
+	if review.APIVersion != "admission.k8s.io/v1" || review.Kind != "AdmissionReview" {
+		badRequest(w, http.StatusBadRequest, "apiVersion %q kind %q: want admission.k8s.io/v1 AdmissionReview", review.APIVersion, review.Kind)
+		return
+	}
+	if review.Request == nil || review.Request.UID == "" {
+		badRequest(w, http.StatusBadRequest, "the AdmissionReview has no request or no request.uid")
+		return
+	}
+	limit := c.deadline(r)
+	ctx, cancel := context.WithTimeout(r.Context(), limit-margin)
+	defer cancel()
+	resp := c.review(ctx, review.Request, limit)
+	resp.UID = review.Request.UID
+	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		c.Log.Warn().Err(err).Msg("write the admission response")
+	}
+	req := review.Request
+	ev := c.Log.Info()
+	if !resp.Allowed {
+		ev = c.Log.Warn().Str("message", resp.Result.Message)
+	}
+	ev.Str("uid", string(req.UID)).Str("kind", req.Kind.Kind).Str("namespace", req.Namespace).Str("name", req.Name).
+		Str("operation", string(req.Operation)).Bool("allowed", resp.Allowed).Dur("took", time.Since(start)).Msg("review")
+}
+
+// deadline is the configured timeout, shortened to the API server's own
+// when it passes one in the query (?timeout=10s).
+func (c *Config) deadline(r *http.Request) time.Duration {
+	d := c.Timeout
+	if q, err := time.ParseDuration(r.URL.Query().Get("timeout")); err == nil && q > 0 && q-time.Second < d {
+		d = q - time.Second
+	}
+	return max(d, 2*margin)
+}
+
+// review decides one request.
+func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest, limit time.Duration) *admissionv1.AdmissionResponse {
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update || req.SubResource != "" {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	res, err := deploy.ParseObject(req.Object.Raw)
+	if errors.Is(err, deploy.ErrNoWorkload) {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	if err != nil {
+		return c.failure(fmt.Sprintf("the %s object cannot be read: %v", req.Kind.Kind, err))
+	}
+	if res.Namespace == "" {
+		res.Namespace = req.Namespace
+	}
+	type result struct {
+		v   *verdict.Verdict
+		err error
+	}
+	// One look-up per distinct image (the JobManager and TaskManagers
+	// usually share one), all at once.
+	byImage := map[string]*result{}
+	var wg sync.WaitGroup
+	for _, ct := range res.Containers {
+		k := ct.Image + "|" + ct.Platform + "|" + strings.Join(ct.PullSecrets, ",")
+		if byImage[k] != nil {
+			continue
+		}
+		r := &result{}
+		byImage[k] = r
+		wg.Go(func() { r.v, r.err = c.Cache.Verify(ctx, ct.Image, ct.Platform, c.Secrets.Credentials(ct.PullSecrets)) })
+	}
+	wg.Wait()
+	results := make([]result, len(res.Containers))
+	for i, ct := range res.Containers {
+		results[i] = *byImage[ct.Image+"|"+ct.Platform+"|"+strings.Join(ct.PullSecrets, ",")]
+	}
+
+	var refusals, failures, warnings []string
+	var members []deploy.Member
+	for i, ct := range res.Containers {
+		v, err := results[i].v, results[i].err
+		who := fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image)
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() != nil:
+			failures = append(failures, fmt.Sprintf("%s: not verified within %s (the verification goes on; a retry is answered from its result)", who, limit))
+		case err != nil:
+			failures = append(failures, fmt.Sprintf("%s: %v", who, err))
+		case !v.Admitted:
+			refusals = append(refusals, who+": "+v.Message(string(ct.Role)))
+		default:
+			members = append(members, deploy.Member{Resource: res, Container: ct, Facts: v.Facts})
+			if v.Decision != nil {
+				for _, f := range v.Decision.Warnings() {
+					warnings = append(warnings, fmt.Sprintf("%s: [%s] %s", ct.Image, f.Rule, f.Text()))
+				}
+			}
+		}
+	}
+	if res.Kind != "FlinkSessionJob" {
+		for _, f := range deploy.CheckSet([]*deploy.Resource{res}, members) {
+			if f.Severity == admission.Error {
+				refusals = append(refusals, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
+			} else {
+				warnings = append(warnings, f.Text())
+			}
+		}
+	} else {
+		warnings = append(warnings, fmt.Sprintf("FlinkSessionJob %s runs on FlinkDeployment %s: its images are checked when that FlinkDeployment is applied", res.Name, res.Target))
+	}
+	switch {
+	case len(refusals) > 0:
+		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": "+strings.Join(refusals, "\n"), warnings)
+	case len(failures) > 0:
+		r := c.failure(res.ID() + ": " + strings.Join(failures, "; "))
+		r.Warnings = append(r.Warnings, warnings...)
+		return r
+	}
+	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
+}
+
+// failure answers in the configured failure direction.
+func (c *Config) failure(msg string) *admissionv1.AdmissionResponse {
+	if c.FailurePolicy == Ignore {
+		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"StreamFusion did not verify this object (failure policy Ignore): " + msg}}
+	}
+	return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, "StreamFusion could not verify this object (failure policy Fail): "+msg, nil)
+}
+
+func deny(code int32, reason metav1.StatusReason, msg string, warnings []string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: false, Warnings: warnings, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: code, Reason: reason, Message: report.Clip(msg, maxMessage)}}
+}

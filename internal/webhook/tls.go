@@ -1,0 +1,86 @@
+package webhook
+
+import (
+	"crypto/tls"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// CertReloader serves a certificate and key from files and reloads them
+// when either file changes (size or modification time, as a Secret
+// volume's atomic update or cert-manager's renewal changes them). A pair
+// that does not load (a half-written rotation) leaves the old one in use
+// and is tried again at the next handshake.
+type CertReloader struct {
+	certFile, keyFile string
+
+	mu       sync.Mutex
+	cert     *tls.Certificate
+	certStat fileStamp
+	keyStat  fileStamp
+	reloads  int
+}
+
+// Reloads counts the successful loads after the first.
+func (r *CertReloader) Reloads() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reloads
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+// NewCertReloader loads the pair once; an unusable pair is an error.
+func NewCertReloader(certFile, keyFile string) (*CertReloader, error) {
+	r := &CertReloader{certFile: certFile, keyFile: keyFile}
+	if err := r.load(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func stamp(p string) (fileStamp, error) {
+	info, err := os.Stat(p)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{info.ModTime(), info.Size()}, nil
+}
+
+// load must be called with mu held (or before the reloader is shared).
+func (r *CertReloader) load() error {
+	cs, err := stamp(r.certFile)
+	if err != nil {
+		return fmt.Errorf("TLS certificate: %w", err)
+	}
+	ks, err := stamp(r.keyFile)
+	if err != nil {
+		return fmt.Errorf("TLS key: %w", err)
+	}
+	pair, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return fmt.Errorf("TLS certificate %s and key %s: %w", r.certFile, r.keyFile, err)
+	}
+	if r.cert != nil {
+		r.reloads++
+	}
+	r.cert, r.certStat, r.keyStat = &pair, cs, ks
+	return nil
+}
+
+// GetCertificate is tls.Config's hook.
+func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cs, err1 := stamp(r.certFile)
+	ks, err2 := stamp(r.keyFile)
+	if err1 == nil && err2 == nil && (cs != r.certStat || ks != r.keyStat) {
+		_ = r.load() // on failure the old pair stays in use
+	}
+	return r.cert, nil
+}
