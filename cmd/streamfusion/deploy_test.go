@@ -116,7 +116,7 @@ func TestVerifyDeployments(t *testing.T) {
 		out := stdout.String()
 		assert.Contains(t, out, "== compose - (-#1)")
 		assert.Contains(t, out, "REFUSED")
-		assert.Contains(t, out, "StreamFusion refused to start jobmanager (", "the termination message's words")
+		assert.Contains(t, out, "StreamFusion refused to start jobmanager: ", "the termination message's words")
 	})
 
 	t.Run("usage", func(t *testing.T) {

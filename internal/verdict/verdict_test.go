@@ -92,7 +92,7 @@ func TestDigestVerdicts(t *testing.T) {
 	assert.Equal(t, armDigest.String(), v.Digest, "the platform's image, not the index")
 	assert.Equal(t, "linux/arm64", v.Platform)
 	assert.Equal(t, "2.2.1", v.Facts.Flink)
-	assert.Contains(t, v.Message("taskmanager"), "StreamFusion refused to start taskmanager (")
+	assert.Contains(t, v.Message("taskmanager"), "StreamFusion refused to start taskmanager: ")
 	assert.Equal(t, int64(1), c.Stats.Verified.Load())
 
 	// The index's digest with the same platform, and the image's own digest,
