@@ -53,21 +53,6 @@ func CheckEntrypoint(bin []byte) error {
 	return nil
 }
 
-// guarded keeps, beyond what want keeps, the files the guard reads.
-func guarded(want Want, c config.Config) Want {
-	ep := strings.TrimPrefix(EntrypointPath, "/")
-	orig := strings.TrimPrefix(path.Clean(c.Original), "/")
-	return func(name string) Keep {
-		switch name {
-		case ep:
-			return Contents
-		case orig:
-			return Presence
-		}
-		return want(name)
-	}
-}
-
 const bakeFix = "bake the image: streamfusion bake --base IMAGE --payload ... (it installs the entrypoint at /docker-entrypoint.sh and keeps Flink's script at " + OriginalPath + ")"
 
 // Guard returns the findings of the guard rules on a flattened image.
