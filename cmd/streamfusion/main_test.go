@@ -360,16 +360,6 @@ func TestMissingLocalPathsAreNoSuchFile(t *testing.T) {
 	}
 }
 
-func TestEntrypointLinksNoRegistryCode(t *testing.T) {
-	out, err := osexec.Command("go", "list", "-deps", "../entrypoint").Output()
-	require.NoError(t, err)
-	for _, dep := range strings.Fields(string(out)) {
-		for _, banned := range []string{"github.com/google/go-containerregistry", "github.com/docker/", "github.com/spf13/cobra", "net/http", "crypto/tls", "encoding/xml"} {
-			assert.False(t, strings.HasPrefix(dep, banned), "the entrypoint links %s", dep)
-		}
-	}
-}
-
 // The README lists the rules the host CLI adds; they are the binary's own.
 func TestReadmeListsTheCLIRules(t *testing.T) {
 	code, out, _ := cli(t, nil, "rules", "--markdown")
