@@ -183,7 +183,7 @@ func settings(cfg config.Config) host.Settings {
 	if err := syscall.Uname(&uts); err == nil {
 		arch = utsString(uts.Machine[:])
 	}
-	return host.FromConfig(cfg, "linux", arch)
+	return cfg.HostSettings("linux", arch)
 }
 
 func utsString(b []int8) string {

@@ -65,7 +65,7 @@ func localSettings(env []string, flinkHome string) (config.Config, host.Settings
 	if err != nil {
 		return config.Config{}, host.Settings{}, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
-	return cfg, host.FromConfig(cfg, "linux", host.NormalizeArch(runtime.GOARCH)), nil
+	return cfg, cfg.HostSettings("linux", host.NormalizeArch(runtime.GOARCH)), nil
 }
 
 func (o *checkOptions) run(c *cobra.Command, env []string) error {

@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/streamfusion/image-entrypoint/internal/host"
 	"path"
 	"strconv"
 	"strings"
@@ -146,4 +147,14 @@ func parseTimeout(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("not a positive duration")
 	}
 	return d, nil
+}
+
+// HostSettings returns what host.Gather needs of this configuration, on a
+// platform (GOOS-style os, uname or OCI architecture), for a process that
+// Flink's image entrypoint starts.
+func (c Config) HostSettings(goos, arch string) host.Settings {
+	return host.Settings{LibDir: c.LibDir, PluginsDir: c.PluginsDir, JavaHome: c.JavaHome, Path: c.Path,
+		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale,
+		ConfDir: c.ConfDir, FlinkProperties: c.FlinkProperties, Launch: host.LaunchImage,
+		Getenv: func(k string) (string, bool) { return Lookup(c.Environ, k) }}
 }

@@ -26,7 +26,6 @@ import (
 	"sync"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
@@ -53,15 +52,6 @@ type Settings struct {
 	// ReadJAR reads one JAR of fsys; nil: payload.Open. The image tooling
 	// answers from facts it read from the layers, without the bytes.
 	ReadJAR func(fsys fs.FS, name string, opt payload.Options) *payload.JAR
-}
-
-// FromConfig returns the settings of the entrypoint's configuration on a
-// platform (GOOS-style os, uname or OCI architecture).
-func FromConfig(c config.Config, goos, arch string) Settings {
-	return Settings{LibDir: c.LibDir, PluginsDir: c.PluginsDir, JavaHome: c.JavaHome, Path: c.Path,
-		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale,
-		ConfDir: c.ConfDir, FlinkProperties: c.FlinkProperties, Launch: LaunchImage,
-		Getenv: func(k string) (string, bool) { return config.Lookup(c.Environ, k) }}
 }
 
 // Progress tells which files a running Gather is reading, so a caller that

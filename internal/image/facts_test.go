@@ -32,7 +32,7 @@ func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	require.NoError(t, err)
 	fsys, err := Flatten(img, wanted(c))
 	require.NoError(t, err)
-	f, err := host.Gather(context.Background(), fsys, host.FromConfig(c, cfg.OS, cfg.Architecture), nil)
+	f, err := host.Gather(context.Background(), fsys, c.HostSettings(cfg.OS, cfg.Architecture), nil)
 	require.NoError(t, err)
 	return f
 }

@@ -188,7 +188,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 
 // decide runs the entrypoint's own gathering and rules on a merged view.
 func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view) (*Result, error) {
-	s := host.FromConfig(c, cfg.OS, cfg.Architecture)
+	s := c.HostSettings(cfg.OS, cfg.Architecture)
 	s.ReadJAR = v.readJAR
 	facts, err := host.Gather(ctx, v.fsys, s, nil)
 	if err != nil {
