@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"testing/fstest"
@@ -141,4 +142,33 @@ func TestOpenMapFS(t *testing.T) {
 	j := payload.Open(fsys, "lib/a.jar", payload.Options{})
 	require.NoError(t, j.Err)
 	assert.Equal(t, "/lib/a.jar", j.Path)
+}
+
+// The central directory is read in 256 KiB chunks: a record may start, or
+// its name end, anywhere across a chunk's end. Shifting every record by one
+// byte at a time moves the boundary through every position of a record.
+func TestDirectoryRecordsAcrossChunkBoundaries(t *testing.T) {
+	t.Parallel()
+	const n = 4_000 // 81-byte records: the directory crosses one chunk end
+	for shift := range 82 {
+		data := testkit.BigJAR(n, 0, testkit.Manifest("Implementation-Version", "2.2.1"),
+			testkit.Entry{Name: strings.Repeat("s", shift+1), Data: []byte("x")})
+		j := readBytes(t, data)
+		require.NoError(t, j.Err, "shift %d", shift)
+		require.Equal(t, n+2, j.Entries, "shift %d", shift)
+		v, _ := j.Manifest.Get("Implementation-Version")
+		require.Equal(t, "2.2.1", v)
+	}
+	// The largest record the JVM accepts (64 KiB with its name and extra
+	// field), starting 100 bytes before a chunk's end: fillers after the
+	// manifest's record (66 bytes) bring it there.
+	name := func(recordLen int) string { return strings.Repeat("f", recordLen-46) }
+	before := 256<<10 - 100 - 66
+	long := testkit.BigJAR(0, 0, "A: 1\r\n",
+		testkit.Entry{Name: name(60_000)}, testkit.Entry{Name: name(60_000)}, testkit.Entry{Name: name(60_000)},
+		testkit.Entry{Name: name(60_000)}, testkit.Entry{Name: name(before - 4*60_000)},
+		testkit.Entry{Name: strings.Repeat("n", 0xffff-46)})
+	j := readBytes(t, long)
+	require.NoError(t, j.Err)
+	assert.Equal(t, 7, j.Entries)
 }
