@@ -274,7 +274,9 @@ func (s *scanner) scan(blob io.Reader, diffID string) (*layerFacts, error) {
 			return nil, err
 		}
 	}
-	if _, err := io.Copy(io.Discard, u); err != nil { // the rest counts for the digest
+	// The rest (the padding tar writes such as GNU tar and mmdebstrap add
+	// after the end-of-archive blocks) counts for the digest too.
+	if _, err := io.Copy(h, u); err != nil {
 		return nil, fmt.Errorf("read tar: %w", err)
 	}
 	if diffID != "" {

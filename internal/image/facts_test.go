@@ -4,7 +4,12 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -172,4 +177,31 @@ func FuzzScanLayer(f *testing.F) {
 		}
 		_ = merge([]*layerFacts{lf})
 	})
+}
+
+// GNU tar (and mmdebstrap) pad an archive to 10 KiB records after its
+// end-of-archive blocks; the padding is part of the layer's content and
+// its diff ID. The layer here is written by the real tar.
+func TestScanHashesThePaddingAfterTheArchive(t *testing.T) {
+	t.Parallel()
+	tarTool, err := exec.LookPath("tar")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("tar is needed")
+		}
+		t.Skip("no tar")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "root/etc"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "root/etc/x"), []byte("x"), 0o644))
+	layer := filepath.Join(dir, "layer.tar")
+	out, err := exec.Command(tarTool, "-C", filepath.Join(dir, "root"), "-cf", layer, "etc").CombinedOutput()
+	require.NoError(t, err, string(out))
+	data, err := os.ReadFile(layer)
+	require.NoError(t, err)
+	require.Zero(t, len(data)%10240, "GNU tar pads to 10 KiB records")
+	sum := sha256.Sum256(data)
+	s := &scanner{sel: newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"})}
+	_, err = s.scan(bytes.NewReader(data), "sha256:"+hex.EncodeToString(sum[:]))
+	require.NoError(t, err)
 }
