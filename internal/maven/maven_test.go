@@ -180,7 +180,7 @@ func writeSettings(t *testing.T, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "settings.xml")
 	require.NoError(t, os.WriteFile(p, []byte(`<?xml version="1.0" encoding="UTF-8"?>
-<settings xmlns="http://maven.apache.org/SETTINGS/1.2.0">`+body+`</settings>`), 0o644))
+<settings>`+body+`</settings>`), 0o644))
 	return p
 }
 
