@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -148,7 +149,7 @@ func (r deployReport) text(w io.Writer) error {
 				fmt.Fprintf(&b, "\n      ERROR %s\n", cc.Error)
 			case v.Admitted:
 				f := v.Facts
-				fmt.Fprintf(&b, "  %s  ADMITTED: Flink %s, Java %s, StreamFusion %s (build %s), %s\n", v.Platform, f.Flink, f.JDK, f.StreamFusion, orNone(f.Build, "none"), v.Digest)
+				fmt.Fprintf(&b, "  %s  ADMITTED: Flink %s, Java %s, StreamFusion %s (build %s), %s\n", v.Platform, f.Flink, f.JDK, f.StreamFusion, cmp.Or(f.Build, "none"), v.Digest)
 			default:
 				refused++
 				fmt.Fprintf(&b, "  %s  REFUSED (%s)\n      %s\n", v.Platform, v.Digest, cc.Message)
@@ -169,11 +170,4 @@ func (r deployReport) text(w io.Writer) error {
 		verdictWord, len(r.Resources), images, refused, len(r.Findings))
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-func orNone(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

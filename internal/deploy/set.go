@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -104,7 +105,7 @@ func CheckSet(resources []*Resource, members []Member) []Finding {
 			if f.StreamFusion == "" {
 				return ""
 			}
-			return f.StreamFusion + " (build " + or(f.Build, "none") + ")"
+			return f.StreamFusion + " (build " + cmp.Or(f.Build, "none") + ")"
 		}, "bake every image of the cluster with the same StreamFusion payloads (streamfusion bake with the same --payload set)")...)
 		out = append(out, same(c, ms, RuleJDK, "JDK majors", func(f ImageFacts) string {
 			if f.JDKMajor == 0 {
@@ -174,11 +175,4 @@ func operatorLine(v string) string {
 		return ""
 	}
 	return strings.ReplaceAll(s, "_", ".")
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -295,11 +296,11 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 	dir, base := path.Split(name)
 	dir = strings.TrimSuffix(dir, "/")
 	if base == ".wh..wh..opq" {
-		lf.Opaques = append(lf.Opaques, or(dir, "."))
+		lf.Opaques = append(lf.Opaques, cmp.Or(dir, "."))
 		return nil
 	}
 	if target, ok := strings.CutPrefix(base, ".wh."); ok {
-		lf.Whiteouts = append(lf.Whiteouts, path.Join(or(dir, "."), target))
+		lf.Whiteouts = append(lf.Whiteouts, path.Join(cmp.Or(dir, "."), target))
 		return nil
 	}
 	if name == "." {

@@ -30,6 +30,7 @@ package image
 
 import (
 	"archive/tar"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -116,11 +117,11 @@ func (f *flattener) layer(tr *tar.Reader) error {
 		dir, base := path.Split(name)
 		dir = strings.TrimSuffix(dir, "/")
 		if base == ".wh..wh..opq" {
-			opaques = append(opaques, or(dir, "."))
+			opaques = append(opaques, cmp.Or(dir, "."))
 			continue
 		}
 		if target, ok := strings.CutPrefix(base, ".wh."); ok {
-			whiteouts = append(whiteouts, path.Join(or(dir, "."), target))
+			whiteouts = append(whiteouts, path.Join(cmp.Or(dir, "."), target))
 			continue
 		}
 		if name == "." || f.shadowed(name) {
@@ -210,13 +211,6 @@ func clean(name string) (string, error) {
 		return ".", nil
 	}
 	return c, nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // epoch is the time a baked layer's entries carry.
