@@ -28,7 +28,7 @@ import (
 
 // factsVersion is the format of layer facts; a cached record of another
 // version is never read (it is in the key and in the record).
-const factsVersion = 2
+const factsVersion = 3
 
 // Bounds on what one layer's facts hold.
 const (
@@ -69,7 +69,7 @@ type jarFacts struct {
 	Size         int64             `json:"size"`
 	Err          string            `json:"err,omitempty"`
 	Entries      int               `json:"entries"`
-	Manifest     *string           `json:"manifest,omitempty"`
+	Manifest     *manifestFacts    `json:"manifest,omitempty"`
 	ClassMark    string            `json:"classMark,omitempty"`
 	MetaMark     string            `json:"metaMark,omitempty"`
 	NativeMark   string            `json:"nativeMark,omitempty"`
@@ -96,25 +96,17 @@ func toFacts(j *payload.JAR) *jarFacts {
 		f.Err = j.Err.Error()
 	}
 	if j.Manifest != nil {
-		var b strings.Builder
-		// Repeated names first, so that parsing again records them as
-		// repeated and keeps the last value, as the JDK does.
-		for _, r := range j.Manifest.Repeated {
-			b.WriteString(r + ": \n")
-		}
-		attrs := j.Manifest.Attributes()
-		names := make([]string, 0, len(attrs))
-		for k := range attrs {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			b.WriteString(k + ": " + attrs[k] + "\n")
-		}
-		s := b.String()
-		f.Manifest = &s
+		f.Manifest = &manifestFacts{Attrs: j.Manifest.Attributes(), Repeated: j.Manifest.Repeated}
 	}
 	return f
+}
+
+// manifestFacts is a manifest's main section as read: its attributes and
+// the names given more than once. Kept as data, never as manifest text,
+// which would have to be written back as the JVM reads it.
+type manifestFacts struct {
+	Attrs    map[string]string `json:"attrs"`
+	Repeated []string          `json:"repeated,omitempty"`
 }
 
 // jar returns the facts as the JAR at p (absolute), reached through a link
@@ -136,10 +128,7 @@ func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
 		j.Properties = f.Properties
 	}
 	if f.Manifest != nil {
-		m, err := payload.ParseManifest(strings.NewReader(*f.Manifest))
-		if err != nil {
-			j.Err = fmt.Errorf("layer facts: stored manifest: %w", err)
-		}
+		m := payload.ManifestOf(f.Manifest.Attrs, f.Manifest.Repeated)
 		j.Manifest = &m
 	}
 	if f.Nested != nil {

@@ -105,6 +105,12 @@ func TestVerifyFromFactsAgreesWithWholeFiles(t *testing.T) {
 			{Name: "opt/flink/lib/big.jar", Data: big},
 			{Name: "opt/flink/usrlib/job.jar", Data: testkit.Extension("kafka", "2.2", "0.1.0").Bytes()},
 		}},
+		"long, repeated and non-UTF-8 attributes": {dist: testkit.Good("2.2.1"), extra: []imagekit.Entry{
+			// Folded at 72 bytes in the JAR, longer than a manifest line may
+			// be once unfolded (log4j's Import-Package is such a value).
+			{Name: "opt/flink/lib/long.jar", Data: testkit.JAR(testkit.Manifest("Import-Package", strings.Repeat("org.example.pkg;version=1, ", 40)))},
+			{Name: "opt/flink/lib/odd.jar", Data: testkit.JAR("Manifest-Version: 1.0\r\nA: caf\xe9\r\na: again\r\n\r\n")},
+		}},
 		"whited out by an upper layer": {dist: testkit.Good("2.2.1"), upper: []imagekit.Entry{
 			{Name: "opt/flink/lib/" + testkit.Core("2.2", "0.1.0").FileName(), Whiteout: true},
 			{Name: "opt/flink/plugins", Opaque: true},

@@ -22,6 +22,17 @@ type Manifest struct {
 	Repeated []string
 }
 
+// ManifestOf returns the manifest whose main section has these attributes
+// (names in lower case, as Attributes returns them) and these repeated
+// names: a manifest read before, kept as data.
+func ManifestOf(attrs map[string]string, repeated []string) Manifest {
+	m := Manifest{attrs: make(map[string]string, len(attrs)), Repeated: repeated}
+	for k, v := range attrs {
+		m.attrs[strings.ToLower(k)] = v
+	}
+	return m
+}
+
 // Get returns the value of the named attribute.
 func (m Manifest) Get(name string) (string, bool) {
 	v, ok := m.attrs[strings.ToLower(name)]
