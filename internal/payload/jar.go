@@ -85,7 +85,7 @@ type known struct {
 }
 
 func (k *known) same(d *directory, e *entry) bool {
-	return k != nil && d.base+e.header == k.header && e.method == k.method && e.packed == k.packed && e.size == k.size
+	return k != nil && e != nil && d.base+e.header == k.header && e.method == k.method && e.packed == k.packed && e.size == k.size
 }
 
 // Open reads the JAR at name in fsys, a file system rooted at "/". It
