@@ -16,8 +16,10 @@ import (
 
 // FuzzReadDiff reads every input with archive/zip and with payload.Read and
 // fails where they disagree on what the JAR says: if archive/zip opens the
-// archive and reads the manifest, ours reads the same main attributes; if
-// archive/zip refuses, ours refuses. The exceptions are the places where
+// archive and reads the manifest, ours reads the same main attributes, or
+// refuses by a named policy. When archive/zip refuses, the JVM may still
+// read the archive (see below), so that direction is left to the JVM
+// corpus; here ours only must not panic or hang. The exceptions are the places where
 // the JVM's JarFile (which decides, see the contract) differs from
 // archive/zip; each is a named policy below with the JVM fact behind it,
 // confirmed by the jvmoracle corpus (make test-jvm):
@@ -48,6 +50,9 @@ import (
 //     its central header declares, exactly that many bytes; archive/zip
 //     refuses an entry whose data runs longer. This oracle reads as
 //     JarFile does.
+//   - policyEndSearch: an end record followed by bytes and pointing at no
+//     directory is not trusted by JarFile, which looks further back for
+//     another; archive/zip refuses the archive. Not compared here.
 //   - policyEndAlone: an end record at the file's first byte is an empty
 //     archive to JarFile whatever its fields say; archive/zip refuses one
 //     whose fields are nonsense. Ours reads it as empty.
@@ -97,9 +102,12 @@ func FuzzReadDiff(f *testing.F) {
 			}
 			return
 		case stdErr != nil:
-			if j.Err == nil {
-				t.Fatalf("archive/zip refuses (%v); ours reads %v", stdErr, attrs(j.Manifest))
-			}
+			// archive/zip refuses archives JarFile reads in more ways than
+			// this oracle can model (an end record it does not trust, a
+			// search further back, saturated sizes without a ZIP64 field
+			// on an entry never read, ...). Whether ours then reads what
+			// the JVM reads is decided by the JVM corpus (make test-jvm),
+			// not here: ours only must not panic or hang.
 			return
 		case want.cen:
 			if j.Err == nil {
