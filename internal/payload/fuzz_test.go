@@ -1,7 +1,6 @@
 package payload_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"fmt"
 	"os"
@@ -71,14 +70,10 @@ func FuzzRead(f *testing.F) {
 		if j.Err != nil {
 			return
 		}
-		// An admitted archive is one archive/zip can list too, unless the
-		// end record's count is off (JarFile ignores it; see FuzzReadDiff)
-		// or the end record is all there is (JarFile opens it as empty,
-		// whatever its fields say).
-		endAlone := j.Entries == 0 && bytes.HasPrefix(data, []byte("PK\x05\x06"))
-		if _, err := zip.NewReader(bytes.NewReader(data), int64(len(data))); err != nil && !countOnly(data) && !endAlone {
-			t.Fatalf("ours admits (%d entries) what archive/zip cannot list: %v", j.Entries, err)
-		}
+		// Whether an admitted archive is one the JVM reads is the JVM
+		// corpus's to decide (make test-jvm): archive/zip is no oracle for
+		// it (it refuses archives JarFile opens, such as an end record
+		// whose directory is empty but misplaced).
 		if j.Manifest != nil {
 			for k, v := range j.Manifest.Attributes() {
 				if got, ok := j.Manifest.Get(k); !ok || got != v {
