@@ -221,9 +221,8 @@ func isManifest(name []byte) bool { return bytes.EqualFold(name, []byte(Manifest
 // disagree. A core without any manifest reads the same both ways.
 func noManifestAfter(r *bufio.Reader, h *local, b *budget) error {
 	for h != nil {
-		if isManifest(h.name) {
-			return fmt.Errorf("%w: embedded JAR: its manifest comes later than JarInputStream looks (the first entry, or the second after META-INF/): JarFile reads it, JarInputStream does not; %s", ErrFormat, rebuild)
-		}
+		// Only the central directory says what JarFile reads: a local
+		// header named like the manifest that it does not list is unseen.
 		if _, err := h.data(r, b, false); err != nil {
 			return fmt.Errorf("embedded JAR read front to back to look for a manifest JarInputStream does not see: %w; %s", err, rebuild)
 		}
@@ -248,7 +247,7 @@ func noManifestAfter(r *bufio.Reader, h *local, b *budget) error {
 				return truncated(err, "embedded JAR ends inside its central directory")
 			}
 			if isManifest(name) {
-				return fmt.Errorf("%w: embedded JAR: its central directory lists a manifest its local headers do not show: JarFile reads it, JarInputStream does not; %s", ErrFormat, rebuild)
+				return fmt.Errorf("%w: embedded JAR: its central directory lists a manifest where JarInputStream does not look (the first entry, or the second after META-INF/): JarFile reads it, JarInputStream does not; %s", ErrFormat, rebuild)
 			}
 			continue
 		}
