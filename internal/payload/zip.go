@@ -405,9 +405,6 @@ func (d *directory) dataStart(e *entry, buf []byte) (int64, error) {
 		return 0, formatErr("entry %q: bad local header signature at offset %d", e.name, at)
 	}
 	start := at + lenLocal + int64(binary.LittleEndian.Uint16(buf[26:])) + int64(binary.LittleEndian.Uint16(buf[28:]))
-	if start > d.size {
-		return 0, formatErr("entry %q: its data would start at offset %d, past the end of the %d-byte file", e.name, start, d.size)
-	}
 	return start, nil
 }
 
@@ -415,6 +412,9 @@ func (d *directory) dataStart(e *entry, buf []byte) (int64, error) {
 // JVM reads an entry up to its compressed size or the end of the file,
 // whichever comes first, and fails only if it needs more.
 func (d *directory) avail(e *entry, start int64) int64 {
+	if start >= d.size {
+		return 0 // an empty entry reads; any other finds no data
+	}
 	return int64(min(e.packed, uint64(d.size-start)))
 }
 
@@ -436,6 +436,9 @@ func (d *directory) packedData(e *entry) ([]byte, error) {
 		return nil, err
 	}
 	n := d.avail(e, start)
+	if n == 0 {
+		return nil, nil
+	}
 	if rel := start - at; rel+n <= int64(len(buf)) {
 		return buf[rel : rel+n], nil
 	}
