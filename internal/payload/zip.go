@@ -326,7 +326,7 @@ func (e *entry) check(name, extra []byte, disk uint16) error {
 	}
 	saturated := e.packed == magic32 || e.size == magic32 || e.header == magic32
 	if len(extra) == 0 {
-		if saturated || disk == magic16 {
+		if saturated {
 			return formatErr("entry %q: saturated sizes without a ZIP64 extra field", name)
 		}
 		return nil
