@@ -270,12 +270,11 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 			header: int64(binary.LittleEndian.Uint32(rec[42:])),
 		}
 		name := rec[lenCentral : lenCentral+nameLen]
-		disk := binary.LittleEndian.Uint16(rec[34:])
 		// Nearly every record of a real JAR is plain: check the rest only
 		// when something is set that needs a closer look.
 		if extraLen != 0 || e.flags&flagEncrypted != 0 || e.method != methodStored && e.method != methodDeflated ||
-			e.packed == magic32 || e.size == magic32 || e.header == magic32 || disk == magic16 || !ascii(name) {
-			if err := e.check(name, rec[lenCentral+nameLen:lenCentral+nameLen+extraLen], disk); err != nil {
+			e.packed == magic32 || e.size == magic32 || e.header == magic32 || !ascii(name) {
+			if err := e.check(name, rec[lenCentral+nameLen:lenCentral+nameLen+extraLen]); err != nil {
 				return err
 			}
 		}
@@ -315,7 +314,7 @@ var walkBuffers = sync.Pool{New: func() any {
 
 // check applies the JVM's checks to one central directory record and
 // replaces saturated sizes and offset with their ZIP64 values.
-func (e *entry) check(name, extra []byte, disk uint16) error {
+func (e *entry) check(name, extra []byte) error {
 	switch {
 	case e.flags&flagEncrypted != 0:
 		return formatErr("entry %q is encrypted", name)
