@@ -123,6 +123,10 @@ func FuzzReadDiff(f *testing.F) {
 				t.Fatalf("our parser refuses the manifest archive/zip reads (%v); Read admits %v", want.parseErr, attrs(j.Manifest))
 			}
 			return
+		case j.Err != nil && strings.Contains(j.Err.Error(), "ZIP64"):
+			// JarFile refuses ZIP64 extra fields of impossible sizes when it
+			// opens the archive; archive/zip reads on.
+			return
 		case j.Err != nil:
 			t.Fatalf("archive/zip reads manifest %q; ours refuses: %v", want.raw, j.Err)
 		}
