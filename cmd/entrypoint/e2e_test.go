@@ -529,17 +529,6 @@ func TestOwnCommands(t *testing.T) {
 	}
 }
 
-// The catalogue in the README is the binary's own: regenerate it with
-// `bin/entrypoint streamfusion rules --markdown`.
-func TestReadmeCatalogueIsCurrent(t *testing.T) {
-	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	var out bytes.Buffer
-	require.Equal(t, 0, rules(true, &out))
-	assert.Contains(t, string(readme), out.String(), "README rule catalogue is stale: regenerate it with `bin/entrypoint streamfusion rules --markdown`")
-}
-
 // The README's "What a refused start looks like" is the binary's own
 // output, the image root stripped from its paths.
 func TestReadmeRefusalIsCurrent(t *testing.T) {

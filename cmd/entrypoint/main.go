@@ -18,7 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/exec"
 	"github.com/streamfusion/image-entrypoint/internal/host"
@@ -66,6 +66,55 @@ func environ() []string {
 // run is the whole program; it returns the exit status, or does not
 // return at all when it hands off.
 func run(args, env []string, stdout, stderr io.Writer) int {
+	err := start(args, env, stdout, stderr)
+	var told *toldError
+	if err != nil && !errors.As(err, &told) {
+		fmt.Fprintln(stderr, "streamfusion: ERROR", err)
+	}
+	return exitCode(err)
+}
+
+// exitCode maps an error to the contract's exit status, once, from its type.
+func exitCode(err error) int {
+	var (
+		usage *usageError
+		late  *admit.TimeoutError
+		sig   *admit.Interrupted
+		ex    *exec.Error
+	)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, admit.ErrRefused):
+		return exitRefused
+	case errors.As(err, &late):
+		return exitTimeout
+	case errors.As(err, &sig):
+		if n, ok := sig.Signal.(syscall.Signal); ok {
+			return 128 + int(n)
+		}
+	case errors.As(err, &ex):
+		return ex.Code
+	case errors.As(err, &usage):
+		return exitUsage
+	}
+	return exitInternal
+}
+
+// usageError is a command line or a setting that cannot be used.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return strings.ReplaceAll(e.err.Error(), "\n", "; ") }
+func (e *usageError) Unwrap() error { return e.err }
+
+// toldError is an error whose story is already on stderr.
+type toldError struct{ err error }
+
+func (e *toldError) Error() string { return e.err.Error() }
+func (e *toldError) Unwrap() error { return e.err }
+
+// start checks and hands off, or says why not.
+func start(args, env []string, stdout, stderr io.Writer) error {
 	role := roles.Classify(args[1:])
 	switch {
 	case role == roles.Own:
@@ -74,15 +123,13 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		// Pass-through: nothing is read, so a debug shell works on a broken image.
 		original, err := config.Original(env)
 		if err != nil {
-			fmt.Fprintln(stderr, "streamfusion: ERROR", err)
-			return exitUsage
+			return &usageError{err}
 		}
-		return handoff(original, args, env, stderr)
+		return exec.Handoff(original, args, env)
 	}
 	cfg, err := config.FromEnv(env)
 	if err != nil {
-		fmt.Fprintln(stderr, "streamfusion: ERROR", strings.ReplaceAll(err.Error(), "\n", "; "))
-		return exitUsage
+		return &usageError{err}
 	}
 	log := report.Logger(stderr, cfg.JSON, cfg.Level)
 	if cfg.LevelWarning != "" {
@@ -98,83 +145,65 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 			sigs = append(sigs, s)
 		}
 	}
+	ctx, stop := admissionContext(cfg, sigs)
+	v, err := admit.Check(ctx, request(cfg))
+	stop()
+
+	name := string(role)
+	var sig *admit.Interrupted
+	var late *admit.TimeoutError
+	switch {
+	case errors.As(err, &sig):
+		log.Error().Str("signal", sig.Signal.String()).Msgf("received %s during admission; nothing was started", sig.Signal)
+		return &toldError{err}
+	case errors.As(err, &late):
+		msg := timedOut(name, cfg, late)
+		fmt.Fprintln(stderr, msg)
+		terminate(log, cfg, msg)
+		return &toldError{err}
+	case err != nil:
+		log.Error().Err(err).Msg("internal error during admission")
+		return &toldError{err}
+	}
+	report.Findings(log, v.Decision)
+	if err := v.Err(); err != nil {
+		summary := report.Summary(name, v.Decision)
+		fmt.Fprintln(stderr, summary)
+		terminate(log, cfg, summary)
+		return &toldError{err}
+	}
+	log.Info().Msg(report.Admitted(name, v.Decision))
+	return exec.Handoff(cfg.Original, args, env, sigs...)
+}
+
+// admissionContext ends at the admission deadline, or with an
+// *admit.Interrupted cause when one of sigs arrives first. stop releases
+// it; the signals stay caught until the hand-off resets them.
+func admissionContext(cfg config.Config, sigs []os.Signal) (context.Context, context.CancelFunc) {
+	parent, interrupt := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithTimeout(parent, cfg.Timeout)
 	caught := make(chan os.Signal, 1)
 	if len(sigs) > 0 { // Notify with no signals would relay every signal
 		signal.Notify(caught, sigs...)
 	}
-
-	name := string(role)
-	_, d, err := decide(cfg, caught)
-	var sig *signalError
-	var late *timeoutError
-	switch {
-	case errors.As(err, &sig):
-		log.Error().Str("signal", sig.sig.String()).Msgf("received %s during admission; nothing was started", sig.sig)
-		return 128 + int(sig.sig.(syscall.Signal))
-	case errors.As(err, &late):
-		msg := fmt.Sprintf("StreamFusion admission of %s did not finish within %s (STREAMFUSION_ADMISSION_TIMEOUT); still reading: %s", name, cfg.Timeout, strings.Join(late.reading, ", "))
-		fmt.Fprintln(stderr, msg)
-		terminate(log, cfg, msg)
-		return exitTimeout
-	case err != nil:
-		log.Error().Err(err).Msg("internal error during admission")
-		return exitInternal
-	}
-	report.Findings(log, d)
-	if !d.Admitted() {
-		summary := report.Summary(name, d)
-		fmt.Fprintln(stderr, summary)
-		terminate(log, cfg, summary)
-		return exitRefused
-	}
-	log.Info().Msg(report.Admitted(name, d))
-	return handoff(cfg.Original, args, env, stderr, sigs...)
+	go func() {
+		select {
+		case s := <-caught:
+			interrupt(&admit.Interrupted{Signal: s})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(); interrupt(nil) }
 }
 
-type signalError struct{ sig os.Signal }
+// timedOut says what was still being read when the deadline passed.
+func timedOut(name string, cfg config.Config, late *admit.TimeoutError) string {
+	return fmt.Sprintf("StreamFusion admission of %s did not finish within %s (STREAMFUSION_ADMISSION_TIMEOUT); still reading: %s", name, cfg.Timeout, strings.Join(late.Reading, ", "))
+}
 
-func (e *signalError) Error() string { return "received " + e.sig.String() }
-
-type timeoutError struct{ reading []string }
-
-func (e *timeoutError) Error() string { return context.DeadlineExceeded.Error() }
-func (e *timeoutError) Unwrap() error { return context.DeadlineExceeded }
-
-// decide gathers the facts and decides, bounded by the admission deadline
-// and interrupted by a caught signal.
-func decide(cfg config.Config, caught <-chan os.Signal) (*admission.Facts, *admission.Decision, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Timeout)
-	defer cancel()
-	progress := &host.Progress{}
-	type result struct {
-		facts *admission.Facts
-		d     *admission.Decision
-		err   error
-	}
-	done := make(chan result, 1)
-	go func() {
-		facts, err := host.Gather(ctx, os.DirFS("/"), settings(cfg), progress)
-		if err != nil {
-			done <- result{err: err}
-			return
-		}
-		done <- result{facts, admission.Decide(facts), nil}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil && ctx.Err() != nil {
-			return nil, nil, &timeoutError{reading: progress.Reading()}
-		}
-		return r.facts, r.d, r.err
-	case s := <-caught:
-		return nil, nil, &signalError{s}
-	case <-ctx.Done():
-		reading := progress.Reading()
-		if len(reading) == 0 {
-			reading = []string{"(between files)"}
-		}
-		return nil, nil, &timeoutError{reading: reading}
-	}
+// request is what the entrypoint checks: this host, from "/".
+func request(cfg config.Config) admit.Request {
+	return admit.Request{Root: os.DirFS("/"), Settings: settings(cfg), Progress: &host.Progress{}}
 }
 
 func settings(cfg config.Config) host.Settings {
@@ -201,15 +230,4 @@ func terminate(log zerolog.Logger, cfg config.Config, msg string) {
 	if err := report.WriteTermination(cfg.TerminationLog, msg); err != nil {
 		log.Debug().Err(err).Str("path", cfg.TerminationLog).Msg("termination message not written")
 	}
-}
-
-// handoff execs Flink's original entrypoint; it returns only on failure.
-func handoff(original string, args, env []string, stderr io.Writer, handled ...os.Signal) int {
-	err := exec.Handoff(original, args, env, handled...)
-	fmt.Fprintln(stderr, "streamfusion: ERROR", err)
-	var e *exec.Error
-	if errors.As(err, &e) {
-		return e.Code
-	}
-	return exitInternal
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 )
@@ -24,10 +25,10 @@ Commands:
 `
 
 // own runs the entrypoint's own commands: `streamfusion <command> ...`.
-func own(args, env []string, stdout, stderr io.Writer) int {
+func own(args, env []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return exitUsage
+		return &toldError{&usageError{errors.New("no command")}}
 	}
 	fs := flag.NewFlagSet("streamfusion "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -36,95 +37,91 @@ func own(args, env []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
-			return 0
+			return nil
 		}
-		fmt.Fprintf(stderr, "streamfusion %s: %v\n", args[0], err)
-		return exitUsage
+		return &usageError{fmt.Errorf("streamfusion %s: %w", args[0], err)}
 	}
 	switch args[0] {
 	case "check":
 		return check(env, *asJSON, stdout, stderr)
 	case "inspect":
 		if fs.NArg() == 0 {
-			fmt.Fprintln(stderr, "usage: streamfusion inspect [--json] JAR...")
-			return exitUsage
+			return &usageError{errors.New("usage: streamfusion inspect [--json] JAR...")}
 		}
-		return inspect(fs.Args(), *asJSON, stdout, stderr)
+		return inspect(fs.Args(), *asJSON, stdout)
 	case "rules":
-		return rules(*markdown, stdout)
+		return report.Rules(stdout, *markdown, admission.Catalogue())
 	case "version":
 		fmt.Fprintf(stdout, "streamfusion-entrypoint %s (%s)\n", version, stamp)
-		return 0
+		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
-		return 0
+		return nil
 	}
 	fmt.Fprintf(stderr, "streamfusion: unknown command %q\n%s", args[0], usage)
-	return exitUsage
+	return &toldError{&usageError{fmt.Errorf("unknown command %q", args[0])}}
 }
 
-func check(env []string, asJSON bool, stdout, stderr io.Writer) int {
+// check prints the report of the check a start would make.
+func check(env []string, asJSON bool, stdout, stderr io.Writer) error {
 	cfg, err := config.FromEnv(env)
 	if err != nil {
-		fmt.Fprintln(stderr, "streamfusion: ERROR", strings.ReplaceAll(err.Error(), "\n", "; "))
-		return exitUsage
+		return &usageError{err}
 	}
-	facts, d, err := decide(cfg, nil)
+	ctx, stop := admissionContext(cfg, nil)
+	defer stop()
+	v, err := admit.Check(ctx, request(cfg))
+	var late *admit.TimeoutError
+	if errors.As(err, &late) {
+		fmt.Fprintln(stderr, "streamfusion: ERROR", timedOut("check", cfg, late))
+		return &toldError{err}
+	}
 	if err != nil {
-		fmt.Fprintln(stderr, "streamfusion: ERROR", err)
-		var to *timeoutError
-		if errors.As(err, &to) {
-			fmt.Fprintln(stderr, "still reading:", strings.Join(to.reading, ", "))
-			return exitTimeout
-		}
-		return exitInternal
+		return err
 	}
-	r := report.New(facts, d)
+	r := report.New(v.Facts, v.Decision)
 	if asJSON {
 		err = r.JSON(stdout)
 	} else {
 		err = r.Text(stdout)
 	}
 	if err != nil {
-		return exitInternal
+		return err
 	}
-	if !d.Admitted() {
-		return exitRefused
-	}
-	return 0
+	return told(v.Err())
 }
 
-func inspect(paths []string, asJSON bool, stdout, stderr io.Writer) int {
-	code := 0
+// told marks err, if any, as already on the output.
+func told(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &toldError{err}
+}
+
+func inspect(paths []string, asJSON bool, stdout io.Writer) error {
+	var refused error
 	root := os.DirFS("/")
 	var out []report.Inspected
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			fmt.Fprintln(stderr, "streamfusion: ERROR", err)
-			return exitUsage
+			return &usageError{err}
 		}
 		in, bad := report.Inspect(root, strings.TrimPrefix(abs, "/"), abs)
 		if bad {
-			code = exitRefused
+			refused = admit.ErrRefused
 		}
 		out = append(out, in)
 	}
 	if asJSON {
 		if err := report.WriteJSON(stdout, out); err != nil {
-			return exitInternal
+			return err
 		}
-		return code
+		return told(refused)
 	}
 	for _, in := range out {
 		fmt.Fprintln(stdout, in.Text())
 	}
-	return code
-}
-
-func rules(markdown bool, stdout io.Writer) int {
-	if err := report.Rules(stdout, markdown, admission.Catalogue()); err != nil {
-		return exitInternal
-	}
-	return 0
+	return told(refused)
 }

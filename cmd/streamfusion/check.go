@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/report"
@@ -73,12 +73,11 @@ func (o *checkOptions) run(c *cobra.Command, env []string) error {
 	if err != nil {
 		return err
 	}
-	facts, err := host.Gather(c.Context(), os.DirFS("/"), s, nil)
+	v, err := admit.Check(c.Context(), admit.Request{Root: os.DirFS("/"), Settings: s})
 	if err != nil {
 		return err
 	}
-	d := admission.Decide(facts)
-	r := report.New(facts, d)
+	r := report.New(v.Facts, v.Decision)
 	if o.JSON {
 		err = r.JSON(c.OutOrStdout())
 	} else {
@@ -87,8 +86,5 @@ func (o *checkOptions) run(c *cobra.Command, env []string) error {
 	if err != nil {
 		return err
 	}
-	if !d.Admitted() {
-		return refusedReported()
-	}
-	return nil
+	return reported(v.Err())
 }

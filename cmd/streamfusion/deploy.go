@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
 	"github.com/streamfusion/image-entrypoint/internal/report"
@@ -130,7 +131,7 @@ func verifyDeployments(c *cobra.Command, o *verifyOptions, files []string) error
 	case unreadable > 0:
 		return &reportedError{fmt.Errorf("%d image(s) could not be read", unreadable)}
 	case !rep.Admitted:
-		return refusedReported()
+		return reported(admit.ErrRefused)
 	}
 	return nil
 }

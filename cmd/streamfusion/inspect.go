@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 )
 
@@ -53,7 +54,7 @@ func (o *inspectOptions) run(c *cobra.Command, env, args []string) error {
 		}
 	}
 	if bad {
-		return refusedReported()
+		return reported(admit.ErrRefused)
 	}
 	return nil
 }

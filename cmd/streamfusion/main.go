@@ -14,8 +14,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/image"
-	"github.com/streamfusion/image-entrypoint/internal/install"
 )
 
 // Exit statuses, the same as the entrypoint's where they overlap.
@@ -55,12 +55,11 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 // exitCode maps an error to the exit status, once: errors before a
 // command ran (unknown commands, flags, arguments) are usage errors.
 func exitCode(err error, started bool) int {
-	var refused *image.Refused
 	var usage *usageError
 	switch {
 	case errors.As(err, &usage), !started:
 		return exitUsage
-	case errors.Is(err, errRefused), errors.As(err, &refused), errors.Is(err, install.ErrRefused), errors.Is(err, image.ErrPayload):
+	case errors.Is(err, admit.ErrRefused), errors.Is(err, image.ErrPayload):
 		return exitRefused
 	case errors.Is(err, image.ErrConfig):
 		return exitUsage
@@ -77,14 +76,17 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
-// errRefused is a verdict already printed as a report: exit 78, nothing more
-// to say.
-var errRefused = errors.New("refused")
-
 // reportedError is an error whose story is already on the output.
 type reportedError struct{ err error }
 
 func (e *reportedError) Error() string { return e.err.Error() }
 func (e *reportedError) Unwrap() error { return e.err }
 
-func refusedReported() error { return &reportedError{errRefused} }
+// reported marks err, if any, as already told: a refusal whose report is
+// printed says nothing more.
+func reported(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &reportedError{err}
+}

@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
@@ -101,7 +102,7 @@ func (o *verifyOptions) run(c *cobra.Command, ref string) error {
 		}
 	}
 	if refused {
-		return refusedReported()
+		return reported(admit.ErrRefused)
 	}
 	return nil
 }

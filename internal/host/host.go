@@ -81,8 +81,11 @@ func (p *Progress) end(name string) {
 	p.mu.Unlock()
 }
 
-// Reading returns the files being read now.
+// Reading returns the files being read now (none for a nil Progress).
 func (p *Progress) Reading() []string {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Clone(p.reading)

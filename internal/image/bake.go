@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
@@ -103,6 +104,9 @@ func (r *Refused) Error() string {
 	}
 	return b.String()
 }
+
+// Unwrap makes errors.Is(err, admit.ErrRefused) hold.
+func (r *Refused) Unwrap() error { return admit.ErrRefused }
 
 // Bake appends the StreamFusion layer to one image and verifies the result.
 // The base's layers are kept as they are (same blobs, same digests); each

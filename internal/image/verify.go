@@ -16,8 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/config"
-	"github.com/streamfusion/image-entrypoint/internal/host"
 )
 
 // Source is an image or an index, as a reference names it.
@@ -186,19 +186,19 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 	return decide(ctx, cfg, c, merge(facts))
 }
 
-// decide runs the entrypoint's own gathering and rules on a merged view.
+// decide runs the entrypoint's own check on a merged view, with the
+// image guard as the image's own rule.
 func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view) (*Result, error) {
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
 	s.ReadJAR = v.readJAR
-	facts, err := host.Gather(ctx, v.fsys, s, nil)
+	guard := func(*admission.Facts, *admission.Decision) []admission.Finding { return Guard(v.fsys, cfg, c) }
+	verdict, err := admit.Check(ctx, admit.Request{Root: v.fsys, Settings: s, Rules: []admit.Rule{guard}})
 	if err != nil {
 		return nil, err
 	}
-	d := admission.Decide(facts)
-	d.Findings = append(d.Findings, Guard(v.fsys, cfg, c)...)
 	return &Result{
 		Platform: v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant},
-		Facts:    facts, Decision: d,
+		Facts:    verdict.Facts, Decision: verdict.Decision,
 	}, nil
 }
 

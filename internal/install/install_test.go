@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
@@ -195,13 +196,13 @@ func TestRefusalsLeaveLibUnchanged(t *testing.T) {
 				tc.set(&s)
 			}
 			p, err := Decide(context.Background(), os.DirFS(root), s, tc.line, tc.ps)
-			require.ErrorIs(t, err, ErrRefused)
+			require.ErrorIs(t, err, admit.ErrRefused)
 			var rules []string
 			for _, f := range p.Decision.Errors() {
 				rules = append(rules, f.Rule)
 			}
 			assert.Contains(t, rules, tc.rule)
-			require.ErrorIs(t, Apply(p, root, nil), ErrRefused, "a refused plan is never applied")
+			require.ErrorIs(t, Apply(p, root, nil), admit.ErrRefused, "a refused plan is never applied")
 			assert.Equal(t, before, snapshot(t, root))
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -12,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
@@ -70,21 +70,17 @@ type Plan struct {
 	data map[string][]byte // new files by name below lib
 }
 
-// ErrRefused marks an install that was not applied because the result
-// would not be admitted (or the request cannot be met): the plan's
-// decision says why.
-var ErrRefused = errors.New("install refused")
-
-// Refused is a refused plan.
+// Refused is a plan that is not applied because the result would not be
+// admitted (or the request cannot be met): its decision says why.
+// errors.Is(err, admit.ErrRefused) holds for it.
 type Refused struct{ Plan *Plan }
 
 func (r *Refused) Error() string {
 	n := len(r.Plan.Decision.Errors())
-	return fmt.Sprintf("%s: lib %s would be refused at start (%d error(s)); nothing was written", ErrRefused, r.Plan.LibDir, n)
+	return fmt.Sprintf("install refused: lib %s would be refused at start (%d error(s)); nothing was written", r.Plan.LibDir, n)
 }
 
-// Unwrap makes errors.Is(err, ErrRefused) hold.
-func (r *Refused) Unwrap() error { return ErrRefused }
+func (r *Refused) Unwrap() error { return admit.ErrRefused }
 
 // Install-only rules, reported with the entrypoint's findings.
 const (
@@ -171,16 +167,19 @@ func Decide(ctx context.Context, fsys fs.FS, s host.Settings, line string, paylo
 	for n, d := range p.data {
 		ov.add[lib+"/"+n] = d
 	}
-	if p.Facts, err = host.Gather(ctx, ov, s, nil); err != nil {
+	asked := func(_ *admission.Facts, d *admission.Decision) []admission.Finding {
+		if line == "" || d.Line == line {
+			return extra
+		}
+		return append([]admission.Finding{{Rule: RuleLine, Severity: admission.Error, Path: p.LibDir,
+			Message: "the distribution is not of the Flink line asked for", Found: "line " + cmp.Or(d.Line, "unknown") + " (Flink " + cmp.Or(d.Flink, "unknown") + ")",
+			Required: "line " + line, Fix: "install into a Flink " + line + " distribution, or ask for --flink-line " + cmp.Or(d.Line, "of the distribution")}}, extra...)
+	}
+	v, err := admit.Check(ctx, admit.Request{Root: ov, Settings: s, Rules: []admit.Rule{asked}})
+	if err != nil {
 		return nil, err
 	}
-	p.Decision = admission.Decide(p.Facts)
-	if line != "" && p.Decision.Line != line {
-		extra = append([]admission.Finding{{Rule: RuleLine, Severity: admission.Error, Path: p.LibDir,
-			Message: "the distribution is not of the Flink line asked for", Found: "line " + cmp.Or(p.Decision.Line, "unknown") + " (Flink " + cmp.Or(p.Decision.Flink, "unknown") + ")",
-			Required: "line " + line, Fix: "install into a Flink " + line + " distribution, or ask for --flink-line " + cmp.Or(p.Decision.Line, "of the distribution")}}, extra...)
-	}
-	p.Decision.Findings = append(extra, p.Decision.Findings...)
+	p.Facts, p.Decision = v.Facts, v.Decision
 	if !p.Decision.Admitted() {
 		return p, &Refused{Plan: p}
 	}

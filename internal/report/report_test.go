@@ -179,3 +179,14 @@ func TestLoggerFormats(t *testing.T) {
 	assert.Equal(t, "line 2.2 (the host runs Flink 2.2.1)", ev["required"])
 	assert.Equal(t, "streamfusion", ev["logger"])
 }
+
+// The catalogue in the README is the one `streamfusion rules --markdown`
+// prints: regenerate it with `bin/entrypoint streamfusion rules --markdown`.
+func TestReadmeCatalogueIsCurrent(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, Rules(&out, true, admission.Catalogue()))
+	assert.Contains(t, string(readme), out.String(), "README rule catalogue is stale: regenerate it with `bin/entrypoint streamfusion rules --markdown`")
+}

@@ -1,0 +1,122 @@
+// Package admit is the one way from settings to a verdict. Check gathers the
+// facts of a root file system (host.Gather), decides on them
+// (admission.Decide) and adds the findings of the caller's own rules, within
+// the caller's context. The entrypoint's start and its `check`, and the host
+// CLI's check, verify, bake and install all call Check; nothing else puts
+// Gather and Decide together.
+//
+// Its outcomes are plain data and typed errors: a Verdict, ErrRefused for a
+// verdict that refuses, *TimeoutError when the deadline passed, *Interrupted
+// when the caller stopped it for a signal. It does not render (package
+// report does) and does not choose exit statuses: each binary maps these
+// error types to its statuses once, in main.
+package admit
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/host"
+)
+
+// Request is what to check.
+type Request struct {
+	Root     fs.FS // the file system the settings' absolute paths are in
+	Settings host.Settings
+	// Progress, when set, records the files being read; a *TimeoutError
+	// names them.
+	Progress *host.Progress
+	// Rules are the caller's own checks (the image guard, install's
+	// arguments), judged after the entrypoint's rules; their findings come
+	// first in the decision.
+	Rules []Rule
+}
+
+// Rule is a caller's check on what was gathered and decided.
+type Rule func(*admission.Facts, *admission.Decision) []admission.Finding
+
+// Verdict is what was gathered and what was decided on it.
+type Verdict struct {
+	Facts    *admission.Facts
+	Decision *admission.Decision
+}
+
+// Err is nil for a verdict that admits, ErrRefused for one that refuses.
+func (v *Verdict) Err() error {
+	if v.Decision.Admitted() {
+		return nil
+	}
+	return ErrRefused
+}
+
+// ErrRefused is a verdict that refuses the start.
+var ErrRefused = errors.New("refused")
+
+// TimeoutError is a check that did not finish before its context's deadline.
+type TimeoutError struct {
+	Reading []string // the files being read when it passed; "(between files)" for none
+}
+
+func (e *TimeoutError) Error() string { return context.DeadlineExceeded.Error() }
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// Interrupted is a check stopped for a signal: a caller cancels the
+// context with it as the cause (context.WithCancelCause).
+type Interrupted struct{ Signal os.Signal }
+
+func (e *Interrupted) Error() string { return "received " + e.Signal.String() }
+
+// Check gathers and decides. The verdict comes with a nil error, whether it
+// admits or refuses (Verdict.Err tells). When ctx ends first, or as the
+// check finishes, there is no verdict: Check returns at once, even with a read blocked (a FIFO named *.jar, a hung network
+// file system): with the context's cause if that is an *Interrupted, a
+// *TimeoutError for a deadline, ctx.Err() otherwise.
+func Check(ctx context.Context, r Request) (*Verdict, error) {
+	type result struct {
+		v   *Verdict
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		facts, err := host.Gather(ctx, r.Root, r.Settings, r.Progress)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		d := admission.Decide(facts)
+		var own []admission.Finding
+		for _, rule := range r.Rules {
+			own = append(own, rule(facts, d)...)
+		}
+		d.Findings = append(own, d.Findings...)
+		done <- result{v: &Verdict{Facts: facts, Decision: d}}
+	}()
+	select {
+	case res := <-done:
+		if ctx.Err() != nil { // ended as the check finished: not a verdict
+			return nil, stopped(ctx, r.Progress)
+		}
+		return res.v, res.err
+	case <-ctx.Done():
+		return nil, stopped(ctx, r.Progress)
+	}
+}
+
+// stopped says why ctx ended.
+func stopped(ctx context.Context, p *host.Progress) error {
+	var sig *Interrupted
+	if cause := context.Cause(ctx); errors.As(cause, &sig) {
+		return sig
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ctx.Err()
+	}
+	reading := p.Reading()
+	if len(reading) == 0 {
+		reading = []string{"(between files)"}
+	}
+	return &TimeoutError{Reading: reading}
+}
