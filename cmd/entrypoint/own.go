@@ -5,9 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
@@ -100,28 +98,17 @@ func told(err error) error {
 }
 
 func inspect(paths []string, asJSON bool, stdout io.Writer) error {
-	var refused error
-	root := os.DirFS("/")
-	var out []report.Inspected
+	jars := make([]report.Shown, 0, len(paths))
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return &usageError{err}
 		}
-		in, bad := report.Inspect(root, strings.TrimPrefix(abs, "/"), abs)
-		if bad {
-			refused = admit.ErrRefused
-		}
-		out = append(out, in)
+		jars = append(jars, report.Shown{Path: abs, As: abs})
 	}
-	if asJSON {
-		if err := report.WriteJSON(stdout, out); err != nil {
-			return err
-		}
-		return told(refused)
+	bad, err := report.InspectAll(stdout, jars, asJSON)
+	if err != nil || !bad {
+		return err
 	}
-	for _, in := range out {
-		fmt.Fprintln(stdout, in.Text())
-	}
-	return told(refused)
+	return &toldError{admit.ErrRefused}
 }

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"github.com/streamfusion/image-entrypoint/internal/admit"
@@ -37,21 +33,13 @@ func (o *inspectOptions) run(c *cobra.Command, env, args []string) error {
 	if err != nil {
 		return err
 	}
-	bad := false
-	out := []report.Inspected{}
+	jars := make([]report.Shown, 0, len(rs))
 	for _, r := range rs {
-		in, b := report.Inspect(os.DirFS("/"), strings.TrimPrefix(mustAbs(r.Path), "/"), r.Arg)
-		bad = bad || b
-		out = append(out, in)
+		jars = append(jars, report.Shown{Path: mustAbs(r.Path), As: r.Arg})
 	}
-	if o.JSON {
-		if err := report.WriteJSON(c.OutOrStdout(), out); err != nil {
-			return err
-		}
-	} else {
-		for _, in := range out {
-			fmt.Fprintln(c.OutOrStdout(), in.Text())
-		}
+	bad, err := report.InspectAll(c.OutOrStdout(), jars, o.JSON)
+	if err != nil {
+		return err
 	}
 	if bad {
 		return reported(admit.ErrRefused)

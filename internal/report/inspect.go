@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
@@ -18,6 +19,31 @@ type Inspected struct {
 	Identity *admission.Identity `json:"identity,omitempty"`
 	Embedded *admission.Identity `json:"embeddedCore,omitempty"`
 	Entries  int                 `json:"entries"`
+}
+
+// Shown is a JAR to inspect: its absolute path on the machine, and how to
+// show it (what the user named it by).
+type Shown struct{ Path, As string }
+
+// InspectAll inspects each JAR on the machine's root and writes the result,
+// as JSON or a line each. bad is set when one would fail admission.
+func InspectAll(w io.Writer, jars []Shown, asJSON bool) (bad bool, err error) {
+	root := os.DirFS("/")
+	out := make([]Inspected, 0, len(jars))
+	for _, j := range jars {
+		in, b := Inspect(root, strings.TrimPrefix(j.Path, "/"), j.As)
+		bad = bad || b
+		out = append(out, in)
+	}
+	if asJSON {
+		return bad, WriteJSON(w, out)
+	}
+	for _, in := range out {
+		if _, err := fmt.Fprintln(w, in.Text()); err != nil {
+			return bad, err
+		}
+	}
+	return bad, nil
 }
 
 // Inspect reads the JAR at name (a name in fsys) and returns what it says.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
 // refusal is a decision with one payload-line error per path, and a warning.
@@ -189,4 +190,46 @@ func TestReadmeCatalogueIsCurrent(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, Rules(&out, true, admission.Catalogue()))
 	assert.Contains(t, string(readme), out.String(), "README rule catalogue is stale: regenerate it with `bin/entrypoint streamfusion rules --markdown`")
+}
+
+func TestInspectAll(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "streamfusion-kafka.jar")
+	stock := filepath.Join(dir, "flink-json.jar")
+	require.NoError(t, os.WriteFile(good, testkit.Extension("kafka", "2.2", "0.1.0").Bytes(), 0o644))
+	require.NoError(t, os.WriteFile(stock, testkit.JAR(testkit.Manifest("Implementation-Title", "flink-json")), 0o644))
+	missing := filepath.Join(dir, "missing.jar")
+	for _, tc := range []struct {
+		name string
+		jars []Shown
+		bad  bool
+		want []string // in the text output, in order
+	}{
+		{"a payload and a stock JAR", []Shown{{good, "kafka.jar"}, {stock, stock}}, false, []string{"kafka.jar: ", "streamfusion-kafka", stock + ": not StreamFusion content"}},
+		{"a missing JAR fails admission", []Shown{{missing, missing}}, true, []string{missing + ": cannot read"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var text, js bytes.Buffer
+			bad, err := InspectAll(&text, tc.jars, false)
+			require.NoError(t, err)
+			assert.Equal(t, tc.bad, bad)
+			at := 0
+			for _, w := range tc.want {
+				i := strings.Index(text.String()[at:], w)
+				require.GreaterOrEqual(t, i, 0, "%q after offset %d in %q", w, at, text.String())
+				at += i + len(w)
+			}
+			bad, err = InspectAll(&js, tc.jars, true)
+			require.NoError(t, err)
+			assert.Equal(t, tc.bad, bad)
+			var got []Inspected
+			require.NoError(t, json.Unmarshal(js.Bytes(), &got))
+			require.Len(t, got, len(tc.jars))
+			for i, j := range tc.jars {
+				assert.Equal(t, j.As, got[i].Path, "shown as the user named it")
+			}
+		})
+	}
 }
