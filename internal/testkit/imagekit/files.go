@@ -37,25 +37,17 @@ func Files(img v1.Image) (fstest.MapFS, error) {
 		if name == "" {
 			continue
 		}
-		perm := fs.FileMode(h.Mode) & fs.ModePerm
-		f := &fstest.MapFile{Mode: perm, ModTime: h.ModTime}
+		f := &fstest.MapFile{Mode: h.FileInfo().Mode(), ModTime: h.ModTime}
 		switch h.Typeflag {
-		case tar.TypeDir:
-			f.Mode |= fs.ModeDir
 		case tar.TypeSymlink:
-			f.Mode, f.Data = fs.ModeSymlink|0o777, []byte(h.Linkname)
+			f.Data = []byte(h.Linkname)
 		case tar.TypeLink:
 			f.Mode, f.Data = fs.ModeSymlink|0o777, []byte(path.Clean("/"+h.Linkname))
 		case tar.TypeReg:
 			if f.Data, err = io.ReadAll(tr); err != nil {
 				return nil, fmt.Errorf("extract /%s: %w", name, err)
 			}
-		case tar.TypeFifo:
-			f.Mode |= fs.ModeNamedPipe
-		case tar.TypeChar:
-			f.Mode |= fs.ModeDevice | fs.ModeCharDevice
-		case tar.TypeBlock:
-			f.Mode |= fs.ModeDevice
+		case tar.TypeDir, tar.TypeFifo, tar.TypeChar, tar.TypeBlock:
 		default:
 			continue
 		}
