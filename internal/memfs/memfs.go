@@ -115,6 +115,9 @@ func (m FS) resolve(op, name string, follow bool) (string, *File, error) {
 	if !fs.ValidPath(name) {
 		return "", nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
+	if f := m.direct(name, follow); f != nil {
+		return name, f, nil
+	}
 	done, f := ".", m.lookup(".")
 	todo := name
 	for hops := 0; todo != ""; {
@@ -155,6 +158,27 @@ func (m FS) resolve(op, name string, follow bool) (string, *File, error) {
 		}
 	}
 	return done, f, nil
+}
+
+// direct returns name's entry when the map has it and no link lies on
+// the way (the common case, answered without allocating); nil sends the
+// caller the long way.
+func (m FS) direct(name string, follow bool) *File {
+	f := m[name]
+	if f == nil || follow && f.Mode.Type() == fs.ModeSymlink {
+		return nil
+	}
+	for i := strings.IndexByte(name, '/'); i >= 0; {
+		if p := m[name[:i]]; p != nil && !p.Mode.IsDir() {
+			return nil // a link (or a file) on the way
+		}
+		j := strings.IndexByte(name[i+1:], '/')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return f
 }
 
 // lookup returns the file at a resolved name: the map's entry, or a
