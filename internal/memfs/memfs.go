@@ -43,7 +43,7 @@ var synthetic = &File{Mode: fs.ModeDir | 0o555}
 
 // Open opens name, following symbolic links.
 func (m FS) Open(name string) (fs.File, error) {
-	real, f, err := m.resolve("open", name, true)
+	resolved, f, err := m.resolve("open", name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (m FS) Open(name string) (fs.File, error) {
 	if !f.Mode.IsDir() {
 		return &file{path: name, info: fi}, nil
 	}
-	return &dir{path: name, info: fi, entries: m.children(real)}, nil
+	return &dir{path: name, info: fi, entries: m.children(resolved)}, nil
 }
 
 // Stat describes name, following symbolic links.
@@ -98,14 +98,14 @@ func (m FS) ReadFile(name string) ([]byte, error) {
 
 // ReadDir lists the directory name, following links, sorted by name.
 func (m FS) ReadDir(name string) ([]fs.DirEntry, error) {
-	real, f, err := m.resolve("readdir", name, true)
+	resolved, f, err := m.resolve("readdir", name, true)
 	if err != nil {
 		return nil, err
 	}
 	if !f.Mode.IsDir() {
 		return nil, &fs.PathError{Op: "readdir", Path: name, Err: errors.New("not a directory")}
 	}
-	return m.children(real), nil
+	return m.children(resolved), nil
 }
 
 // resolve follows the links in name's parents (and in name itself when
