@@ -54,6 +54,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
 
 func main() {
@@ -366,16 +367,9 @@ func generate(work string) error {
 	if err != nil {
 		return err
 	}
-	cf, err := img.ConfigFile()
+	img, err = imagekit.Configure(img, "amd64", "9999", []string{"PATH=/opt/flink/bin:/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"JAVA_HOME=/opt/java/openjdk", "LANG=en_US.UTF-8", "LC_ALL=en_US.UTF-8", "FLINK_HOME=/opt/flink"})
 	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Env = []string{"PATH=/opt/flink/bin:/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"JAVA_HOME=/opt/java/openjdk", "LANG=en_US.UTF-8", "LC_ALL=en_US.UTF-8", "FLINK_HOME=/opt/flink"}
-	cf.Config.Entrypoint, cf.Config.Cmd, cf.Config.User = []string{"/docker-entrypoint.sh"}, []string{"help"}, "9999"
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
 	}
 	p, err := layout.Write(filepath.Join(work, "base-layout"), empty.Index)

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
 
 // loopback routes every registry request, whatever its host, to a
@@ -71,7 +71,7 @@ func TestBakeLibAndUsrlib(t *testing.T) {
 	job := filepath.Join(dir, "my-job.jar")
 	require.NoError(t, os.WriteFile(job, testkit.JAR(testkit.Manifest("Main-Class", "com.example.Job")), 0o644))
 	img := bakeTarball(t, base, nil, append([]string{"--lib", stock, "--usrlib", job}, payloadFiles(t, nil)...)...)
-	fsys, err := image.Flatten(img, func(string) image.Keep { return image.Contents })
+	fsys, err := imagekit.Files(img)
 	require.NoError(t, err)
 	assert.Contains(t, fsys, "opt/flink/lib/flink-connector-kafka-5.0.0-2.2.jar")
 	assert.Contains(t, fsys, "opt/flink/usrlib/my-job.jar")

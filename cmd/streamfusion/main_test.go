@@ -150,7 +150,7 @@ func TestBakeToRegistryAndVerifyByReference(t *testing.T) {
 func TestBakeLayout(t *testing.T) {
 	img, err := flinkBase(t, "amd64"), error(nil)
 	require.NoError(t, err)
-	fsys, err := image.Flatten(bakeTarball(t, writeTarball(t, img), nil), func(string) image.Keep { return image.Contents })
+	fsys, err := imagekit.Files(bakeTarball(t, writeTarball(t, img), nil))
 	require.NoError(t, err)
 	for p, mode := range map[string]os.FileMode{
 		strings.TrimPrefix(image.EntrypointPath, "/"): image.EntrypointMode,
@@ -230,7 +230,7 @@ func TestRebakeReplacesPayloadsAndKeepsTheScript(t *testing.T) {
 	for _, id := range res.Decision.Payloads {
 		assert.Equal(t, "0.2.0", id.Version)
 	}
-	fsys, err := image.Flatten(second, func(string) image.Keep { return image.Contents })
+	fsys, err := imagekit.Files(second)
 	require.NoError(t, err)
 	assert.Equal(t, imagekit.FlinkDouble, string(fsys[strings.TrimPrefix(image.OriginalPath, "/")].Data), "the original script survives a re-bake")
 }

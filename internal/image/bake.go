@@ -14,7 +14,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"testing/fstest"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -27,6 +26,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/memfs"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
@@ -293,7 +293,7 @@ func bakeLayer(base *view, libDir string, opt BakeOptions) ([]byte, error) {
 // mode and time when the base has it; root's 0755 when it does not; none
 // when the base has something else there (a link to a directory stays a
 // link).
-func parentDir(base fstest.MapFS, d string, sec int64) *tar.Header {
+func parentDir(base memfs.FS, d string, sec int64) *tar.Header {
 	h := &tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch(sec), Format: tar.FormatPAX}
 	f, ok := base[d]
 	if !ok {
@@ -307,7 +307,7 @@ func parentDir(base fstest.MapFS, d string, sec int64) *tar.Header {
 	return h
 }
 
-func readFollowing(fsys fstest.MapFS, name string) ([]byte, fs.FileMode, error) {
+func readFollowing(fsys memfs.FS, name string) ([]byte, fs.FileMode, error) {
 	target, info, err := rootfs.Resolve(fsys, name)
 	if err != nil {
 		return nil, 0, err

@@ -11,19 +11,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"sort"
 	"strings"
-	"testing/fstest"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
-	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
 
 // factsVersion is the format of layer facts; a cached record of another
@@ -166,24 +163,24 @@ func (s *selection) key() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-func (s *selection) keep(name string) (k Keep, asJAR bool) {
+func (s *selection) keep(name string) (k keeping, asJAR bool) {
 	for _, d := range s.dirs {
 		if strings.HasPrefix(name, d) {
-			return Contents, true
+			return contents, true
 		}
 	}
 	if s.small[name] {
-		return Contents, false
+		return contents, false
 	}
 	base := path.Base(name)
 	switch {
 	case base == "release":
-		return Contents, false
+		return contents, false
 	case base == "java", base == "locale-archive", base == "LC_COLLATE",
 		strings.HasPrefix(base, "ld-linux"), strings.HasPrefix(base, "ld-musl-"):
-		return Presence, false
+		return presence, false
 	}
-	return Skip, false
+	return skip, false
 }
 
 // hides reports whether a regular file at name would hide a payload
@@ -249,13 +246,9 @@ func (s *scanner) scan(blob io.Reader, diffID string) (*layerFacts, error) {
 	h := sha256.New()
 	tr := tar.NewReader(io.TeeReader(u, h))
 	lf := &layerFacts{Version: factsVersion, DiffID: diffID}
-	for {
-		hd, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for hd, err := range tarEntries(tr) {
 		if err != nil {
-			return nil, fmt.Errorf("read tar: %w", err)
+			return nil, err
 		}
 		if s.ctx != nil && s.ctx.Err() != nil {
 			return nil, s.ctx.Err()
@@ -311,7 +304,7 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 		n.Size = h.Size
 		keep, asJAR := s.sel.keep(name)
 		switch {
-		case keep == Skip:
+		case keep == skip:
 			if !s.sel.hides(name) {
 				return nil
 			}
@@ -325,13 +318,13 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 				return fmt.Errorf("read /%s: %w", name, err)
 			}
 			n.JAR = j
-		case keep == Contents && name == strings.TrimPrefix(EntrypointPath, "/"):
+		case keep == contents && name == strings.TrimPrefix(EntrypointPath, "/"):
 			data, err := condenseEntrypoint(tr)
 			if err != nil {
 				return fmt.Errorf("read /%s: %w", name, err)
 			}
 			n.Data = data
-		case keep == Contents:
+		case keep == contents:
 			data, err := io.ReadAll(io.LimitReader(tr, maxSmall+1))
 			if err != nil {
 				return fmt.Errorf("read /%s: %w", name, err)
@@ -424,72 +417,4 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 		}
 	}
 	return f, nil
-}
-
-// view is the image's file system merged from layer facts: a stand-in for
-// every kept file, the JAR facts by path.
-type view struct {
-	fsys fstest.MapFS
-	jars map[string]*jarFacts
-}
-
-// merge lays the layers' facts over each other, top to bottom, as
-// Flatten does with the layers themselves.
-func merge(layers []*layerFacts) *view {
-	f := &flattener{fsys: fstest.MapFS{}, hidden: map[string]bool{}, opaque: map[string]bool{}}
-	v := &view{fsys: f.fsys, jars: map[string]*jarFacts{}}
-	for i := len(layers) - 1; i >= 0; i-- {
-		lf := layers[i]
-		for k := range lf.Nodes {
-			n := &lf.Nodes[k]
-			if f.shadowed(n.Name) {
-				continue
-			}
-			f.hidden[n.Name] = true
-			if n.Skipped {
-				continue
-			}
-			perm := fs.FileMode(n.Mode) & fs.ModePerm
-			mf := &fstest.MapFile{Mode: perm, ModTime: epoch(n.ModTime), Sys: n}
-			switch n.Type {
-			case tar.TypeDir:
-				mf.Mode |= fs.ModeDir
-			case tar.TypeSymlink:
-				mf.Mode, mf.Data = fs.ModeSymlink|0o777, []byte(n.Link)
-			case tar.TypeFifo:
-				mf.Mode = fs.ModeNamedPipe | 0o644
-			case tar.TypeChar:
-				mf.Mode = fs.ModeDevice | fs.ModeCharDevice | 0o644
-			case tar.TypeBlock:
-				mf.Mode = fs.ModeDevice | 0o644
-			default:
-				mf.Data = n.Data
-				if n.JAR != nil {
-					v.jars[n.Name] = n.JAR
-				}
-			}
-			f.fsys[n.Name] = mf
-		}
-		for _, w := range lf.Whiteouts {
-			f.hidden[w] = true
-		}
-		for _, o := range lf.Opaques {
-			f.opaque[o] = true
-		}
-	}
-	return v
-}
-
-// readJAR answers host.Gather from the facts: links are resolved in the
-// merged view, the JAR's facts are those its layer recorded.
-func (v *view) readJAR(fsys fs.FS, name string, opt payload.Options) *payload.JAR {
-	target, info, err := rootfs.Resolve(fsys, name)
-	if err != nil || !info.Mode().IsRegular() {
-		return payload.Open(fsys, name, opt) // the same refusal, from the stand-ins
-	}
-	f := v.jars[target]
-	if f == nil {
-		return payload.Open(fsys, name, opt) // a file outside the payload directories: a stand-in
-	}
-	return f.jar("/"+name, "/"+target, opt.Properties)
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,21 +23,29 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
 
-// gatherWhole is the reference: the whole wanted files flattened into
-// memory and read by the entrypoint's own code, as Verify did before layer
-// facts.
+// gatherWhole is the reference: the image's whole files, flattened by
+// go-containerregistry (imagekit.Files), read by the entrypoint's own
+// code. The regular files the scan leaves out are left out here too, so
+// that the two read the same names.
 func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	t.Helper()
 	cfg, err := img.ConfigFile()
 	require.NoError(t, err)
 	c, err := config.FromEnv(cfg.Config.Env)
 	require.NoError(t, err)
-	fsys, err := Flatten(img, wanted(c))
+	fsys, err := imagekit.Files(img)
 	require.NoError(t, err)
+	sel := newSelection(c)
+	for name, f := range fsys {
+		if k, _ := sel.keep(name); k == skip && f.Mode.IsRegular() {
+			delete(fsys, name)
+		}
+	}
 	f, err := host.Gather(context.Background(), fsys, c.HostSettings(cfg.OS, cfg.Architecture), nil)
 	require.NoError(t, err)
 	return f
@@ -168,6 +177,8 @@ func FuzzScanLayer(f *testing.F) {
 	}
 	_ = tw.Close()
 	f.Add(buf.Bytes())
+	f.Add(rawTar(f, &tar.Header{Name: "opt/flink/lib", Typeflag: tar.TypeSymlink, Linkname: "/opt/flink/lib/x"},
+		&tar.Header{Name: "a", Typeflag: tar.TypeSymlink, Linkname: "b"}, &tar.Header{Name: "b", Typeflag: tar.TypeSymlink, Linkname: "/a"}))
 	sel := newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := &scanner{sel: sel, tempDir: t.TempDir()}
@@ -181,7 +192,18 @@ func FuzzScanLayer(f *testing.F) {
 				t.Fatalf("entry %q escapes the root", n.Name)
 			}
 		}
-		_ = merge([]*layerFacts{lf})
+		// The layer over itself: its whiteouts and opaque directories
+		// hide its own entries below; every name of the view resolves
+		// or fails (link loops included) without hanging.
+		v := merge([]*layerFacts{lf, lf})
+		for name := range v.fsys {
+			if !fs.ValidPath(name) {
+				t.Fatalf("view name %q is not a valid path", name)
+			}
+			_, _, _ = rootfs.Resolve(v.fsys, name)
+			_, _ = fs.Stat(v.fsys, name)
+		}
+		_ = fs.WalkDir(v.fsys, ".", func(string, fs.DirEntry, error) error { return nil })
 	})
 }
 

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -36,13 +35,9 @@ func openTarball(file string) (v1.Image, error) {
 	defer f.Close()
 	members := map[string]section{}
 	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
+	for h, err := range tarEntries(tr) {
 		if err != nil {
-			return nil, fmt.Errorf("read tar: %w", err)
+			return nil, err
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -200,28 +199,4 @@ func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view) (
 		Platform: v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant},
 		Facts:    verdict.Facts, Decision: verdict.Decision,
 	}, nil
-}
-
-// wanted keeps what host.Gather reads: everything below lib, usrlib and
-// plugins; JDK release files; and, as stand-ins, the C library loaders,
-// installed locales and java binaries.
-func wanted(c config.Config) Want {
-	rel := func(p string) string { return strings.TrimPrefix(path.Clean("/"+p), "/") + "/" }
-	dirs := []string{rel(c.LibDir), rel(path.Join(path.Dir(path.Clean(c.LibDir)), "usrlib")), rel(c.PluginsDir)}
-	return func(name string) Keep {
-		for _, d := range dirs {
-			if strings.HasPrefix(name, d) {
-				return Contents
-			}
-		}
-		base := path.Base(name)
-		switch {
-		case base == "release":
-			return Contents
-		case base == "java", base == "locale-archive", base == "LC_COLLATE",
-			strings.HasPrefix(base, "ld-linux"), strings.HasPrefix(base, "ld-musl-"):
-			return Presence
-		}
-		return Skip
-	}
 }

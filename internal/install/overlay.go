@@ -5,7 +5,8 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"testing/fstest"
+
+	"github.com/streamfusion/image-entrypoint/internal/memfs"
 )
 
 // overlay is fsys as it would be after an install: files added below lib
@@ -25,10 +26,11 @@ var (
 	_ fs.ReadLinkFS = (*overlay)(nil)
 )
 
-func (o *overlay) mem() fstest.MapFS {
-	m := fstest.MapFS{}
+// mem holds the added files (their directories are synthesised).
+func (o *overlay) mem() memfs.FS {
+	m := memfs.FS{}
 	for n, d := range o.add {
-		m[n] = &fstest.MapFile{Data: d, Mode: 0o644}
+		m[n] = &memfs.File{Data: d, Mode: 0o644}
 	}
 	return m
 }
@@ -70,23 +72,22 @@ func (o *overlay) ReadDir(name string) ([]fs.DirEntry, error) {
 }
 
 func (o *overlay) Stat(name string) (fs.FileInfo, error) {
-	if _, ok := o.add[name]; ok {
-		return fs.Stat(o.mem(), name)
-	}
-	if o.hide[name] {
-		return nil, &fs.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
-	}
-	return fs.Stat(o.base, name)
+	return o.stat("stat", name, fs.Stat)
 }
 
+// Lstat: an added file is a regular file, never a link.
 func (o *overlay) Lstat(name string) (fs.FileInfo, error) {
+	return o.stat("lstat", name, fs.Lstat)
+}
+
+func (o *overlay) stat(op, name string, inBase func(fs.FS, string) (fs.FileInfo, error)) (fs.FileInfo, error) {
 	if _, ok := o.add[name]; ok {
 		return fs.Stat(o.mem(), name)
 	}
 	if o.hide[name] {
-		return nil, &fs.PathError{Op: "lstat", Path: name, Err: fs.ErrNotExist}
+		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 	}
-	return fs.Lstat(o.base, name)
+	return inBase(o.base, name)
 }
 
 func (o *overlay) ReadLink(name string) (string, error) {

@@ -9,6 +9,7 @@ package imagekit
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -147,23 +148,28 @@ func (b Base) Image() (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Configure(img, b.Arch, b.User, append([]string{
+		"PATH=/opt/flink/bin:/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"JAVA_HOME=/opt/java/openjdk", "LANG=en_US.UTF-8", "LC_ALL=en_US.UTF-8", "FLINK_HOME=/opt/flink",
+	}, b.Env...))
+}
+
+// Configure gives img the config of a Flink image as the official ones
+// have it: linux on arch (amd64 when empty), env, ENTRYPOINT
+// /docker-entrypoint.sh, CMD help, the user, the working directory
+// /opt/flink, created at the epoch; more changes the rest.
+func Configure(img v1.Image, arch, user string, env []string, more ...func(*v1.Config)) (v1.Image, error) {
 	cf, err := img.ConfigFile()
 	if err != nil {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", b.Arch
-	if cf.Architecture == "" {
-		cf.Architecture = "amd64"
-	}
-	cf.Config.Env = append([]string{
-		"PATH=/opt/flink/bin:/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-		"JAVA_HOME=/opt/java/openjdk", "LANG=en_US.UTF-8", "LC_ALL=en_US.UTF-8", "FLINK_HOME=/opt/flink",
-	}, b.Env...)
-	cf.Config.Entrypoint = []string{"/docker-entrypoint.sh"}
-	cf.Config.Cmd = []string{"help"}
-	cf.Config.User = b.User
-	cf.Config.WorkingDir = "/opt/flink"
+	cf.OS, cf.Architecture = "linux", cmp.Or(arch, "amd64")
 	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
+	c := &cf.Config
+	c.Env, c.Entrypoint, c.Cmd, c.User, c.WorkingDir = env, []string{"/docker-entrypoint.sh"}, []string{"help"}, user, "/opt/flink"
+	for _, m := range more {
+		m(c)
+	}
 	return mutate.ConfigFile(img, cf)
 }

@@ -123,23 +123,11 @@ func (b RealBase) write(file, tag string) error {
 	if img, err = mutate.AppendLayers(img, root, flink); err != nil {
 		return err
 	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
-	cf.Config.Env = []string{
+	img, err = Configure(img, "amd64", b.User, []string{
 		"PATH=/opt/flink/bin:" + JavaHome + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"JAVA_HOME=" + JavaHome, "FLINK_HOME=/opt/flink", "LANG=C.UTF-8",
-	}
-	cf.Config.Entrypoint = []string{"/docker-entrypoint.sh"}
-	cf.Config.Cmd = []string{"help"}
-	cf.Config.User = b.User
-	cf.Config.WorkingDir = "/opt/flink"
-	cf.Config.ExposedPorts = map[string]struct{}{"6123/tcp": {}, "8081/tcp": {}}
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
+	}, func(c *v1.Config) { c.ExposedPorts = map[string]struct{}{"6123/tcp": {}, "8081/tcp": {}} })
+	if err != nil {
 		return err
 	}
 	ref, err := name.NewTag(tag)

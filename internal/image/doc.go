@@ -1,0 +1,30 @@
+// Package image reads and writes container images for the image tooling
+// (cmd/streamfusion) with go-containerregistry: it merges what admission
+// needs of an image's layers into an fs.FS (an internal/memfs tree), so
+// the entrypoint's own host and admission code decides on an image
+// without running it, and it bakes StreamFusion images by appending one
+// layer.
+//
+// Verify and Bake read each layer once, front to back, into layer facts
+// (facts.go): directories with their owners, links, whiteouts, small files
+// such as JDK release files, and for every file below lib, usrlib and
+// plugins what payload.Read learned from it (the JAR itself is read from a
+// buffer or an unlinked spool file and dropped). The facts of all layers
+// are merged top to bottom into a file system of stand-ins that host.Gather
+// reads, answering JAR reads from the facts. Memory does not grow with the
+// size of layers or JARs. A layer's facts are cached by diff ID (and the
+// format version and the directories asked for) in layercache; they are
+// stored only after the layer's bytes were hashed and matched its diff ID,
+// so a cached verdict is about the content that diff ID names, and a layer
+// the cache knows is not read again (a saved tarball whose layer bytes were
+// swapped under the same config is not detected then; loading it into an
+// engine would fail its diff ID check).
+//
+// Bake keeps the base's blobs as they are (tarball.go reads saved
+// tarballs without recompressing their layers) and compresses only the new
+// layer. What this package does not do: pull or push by itself beyond
+// go-containerregistry's remote package, or run anything from an image.
+//
+// The entrypoint binary never imports this package: it links no registry,
+// HTTP or TLS code.
+package image

@@ -1,0 +1,108 @@
+package image
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io/fs"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
+)
+
+var flinkSel = newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal})
+
+// mergedView reads the layers of img into facts and merges them, as
+// Verify and Bake do.
+func mergedView(t *testing.T, layers ...v1.Layer) *view {
+	t.Helper()
+	img, err := mutate.AppendLayers(empty.Image, layers...)
+	require.NoError(t, err)
+	facts, err := VerifyOptions{TempDir: t.TempDir()}.readFacts(context.Background(), img, flinkSel)
+	require.NoError(t, err)
+	return merge(facts)
+}
+
+func TestMergeWhiteoutsAndOpaqueDirectories(t *testing.T) {
+	t.Parallel()
+	e := func(name, data string) imagekit.Entry { return imagekit.Entry{Name: name, Data: []byte(data)} }
+	v := mergedView(t,
+		imagekit.Layer(e("opt/flink/lib/a.jar", "a1"), e("opt/flink/lib/b.jar", "b1"), e("opt/flink/lib/sub/c.jar", "c1"),
+			e("opt/flink/plugins/p/x.jar", "x1"), e("opt/java/openjdk/release", "k"), e("opt/flink/usrlib/job.jar", "j")),
+		imagekit.Layer(imagekit.Entry{Name: "opt/flink/lib/b.jar", Whiteout: true}, e("opt/flink/lib/a.jar", "a22"),
+			imagekit.Entry{Name: "opt/flink/plugins", Opaque: true}, e("opt/flink/plugins/q/y.jar", "y2"),
+			imagekit.Entry{Name: "opt/flink/usrlib", Link: "/etc"}),
+		imagekit.Layer(imagekit.Entry{Name: "opt/flink/lib/sub", Whiteout: true}),
+	)
+	require.Contains(t, v.jars, "opt/flink/lib/a.jar")
+	assert.EqualValues(t, 3, v.jars["opt/flink/lib/a.jar"].Size, "the upper layer wins")
+	for name, why := range map[string]string{
+		"opt/flink/lib/b.jar":       "whited out",
+		"opt/flink/lib/sub/c.jar":   "a whited-out directory hides its contents",
+		"opt/flink/plugins/p/x.jar": "an opaque directory hides the lower contents",
+		"opt/flink/usrlib/job.jar":  "a link replacing a directory hides what was in it",
+	} {
+		t.Run(why, func(t *testing.T) {
+			assert.NotContains(t, v.fsys, name)
+			assert.NotContains(t, v.jars, name)
+		})
+	}
+	assert.Contains(t, v.jars, "opt/flink/plugins/q/y.jar", "an opaque directory keeps its own layer's contents")
+	data, err := fs.ReadFile(v.fsys, "opt/java/openjdk/release")
+	require.NoError(t, err)
+	assert.Equal(t, "k", string(data))
+	info, err := v.fsys.Lstat("opt/flink/usrlib")
+	require.NoError(t, err)
+	assert.Equal(t, fs.ModeSymlink, info.Mode().Type())
+}
+
+func TestScanKeepsOnlyWhatIsWanted(t *testing.T) {
+	t.Parallel()
+	v := mergedView(t, imagekit.Layer(imagekit.Entry{Name: "big/blob", Data: bytes.Repeat([]byte("x"), 1<<16)},
+		imagekit.Entry{Name: "lib64/ld-linux-x86-64.so.2", Data: []byte("loader")}))
+	assert.NotContains(t, v.fsys, "big/blob")
+	require.Contains(t, v.fsys, "lib64/ld-linux-x86-64.so.2", "kept as a stand-in")
+	assert.Empty(t, v.fsys["lib64/ld-linux-x86-64.so.2"].Data)
+}
+
+func rawTar(t testing.TB, hs ...*tar.Header) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range hs {
+		require.NoError(t, tw.WriteHeader(h))
+		if h.Size > 0 {
+			_, err := tw.Write(bytes.Repeat([]byte("x"), int(h.Size)))
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, tw.Close())
+	return buf.Bytes()
+}
+
+func TestScanRefusesHostileEntries(t *testing.T) {
+	t.Parallel()
+	for name, h := range map[string]*tar.Header{
+		"climbs out":    {Name: "../../etc/passwd", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644},
+		"climbs inside": {Name: "opt/../../x", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644},
+		"hard link out": {Name: "opt/x", Typeflag: tar.TypeLink, Linkname: "../../etc/shadow"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &scanner{sel: flinkSel}
+			_, err := s.scan(bytes.NewReader(rawTar(t, h)), "")
+			require.ErrorIs(t, err, ErrLayer)
+		})
+	}
+	// Absolute symbolic links are normal in images: they stay inside the root.
+	s := &scanner{sel: flinkSel}
+	lf, err := s.scan(bytes.NewReader(rawTar(t, &tar.Header{Name: "opt/link", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd"})), "")
+	require.NoError(t, err)
+	require.Len(t, lf.Nodes, 1)
+	assert.Equal(t, "/etc/passwd", lf.Nodes[0].Link)
+}
