@@ -125,7 +125,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c)
-	facts, err := opt.Read.readFacts(ctx, base, sel)
+	facts, err := opt.Read.readAll(ctx, base, sel)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,7 +27,7 @@ import (
 
 // factsVersion is the format of layer facts; a cached record of another
 // version is never read (it is in the key and in the record).
-const factsVersion = 3
+const factsVersion = 5
 
 // Bounds on what one layer's facts hold.
 const (
@@ -49,6 +51,10 @@ type node struct {
 	Data    []byte    `json:"d,omitempty"` // a small wanted file, at most maxSmall+1 bytes of it
 	JAR     *jarFacts `json:"j,omitempty"` // a file below lib, usrlib or plugins, read as a JAR
 	Skipped bool      `json:"x,omitempty"` // a regular file kept only for what it hides
+	// Implied is a directory the layer has no entry for, holding files the
+	// scan left out: the runtime creates it (or keeps a lower layer's), and
+	// links through it must resolve.
+	Implied bool `json:"i,omitempty"`
 }
 
 // layerFacts is what admission and bake need from one layer.
@@ -137,8 +143,9 @@ func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
 // selection says what a scan keeps: files below the payload directories
 // are read as JARs; a few other files are kept whole or as stand-ins.
 type selection struct {
-	dirs  []string // payload directories, relative, with a trailing slash
-	small map[string]bool
+	dirs  []string        // payload directories, relative, with a trailing slash
+	small map[string]bool // files kept whole
+	jars  map[string]bool // files outside dirs read as JARs: targets of links in them
 }
 
 func newSelection(c config.Config) *selection {
@@ -148,6 +155,9 @@ func newSelection(c config.Config) *selection {
 		small: map[string]bool{
 			strings.TrimPrefix(EntrypointPath, "/"): true,
 			strings.TrimPrefix(c.Original, "/"):     true,
+			// Flink's config files: env.java.home in them chooses the JDK.
+			strings.TrimPrefix(path.Join("/", c.ConfDir, "config.yaml"), "/"):     true,
+			strings.TrimPrefix(path.Join("/", c.ConfDir, "flink-conf.yaml"), "/"): true,
 		},
 	}
 }
@@ -159,15 +169,18 @@ func (s *selection) key() string {
 		small = append(small, k)
 	}
 	sort.Strings(small)
-	sum := sha256.Sum256([]byte(strings.Join(s.dirs, "\x00") + "\x01" + strings.Join(small, "\x00")))
+	jars := make([]string, 0, len(s.jars))
+	for k := range s.jars {
+		jars = append(jars, k)
+	}
+	sort.Strings(jars)
+	sum := sha256.Sum256([]byte(strings.Join(s.dirs, "\x00") + "\x01" + strings.Join(small, "\x00") + "\x01" + strings.Join(jars, "\x00")))
 	return hex.EncodeToString(sum[:8])
 }
 
 func (s *selection) keep(name string) (k keeping, asJAR bool) {
-	for _, d := range s.dirs {
-		if strings.HasPrefix(name, d) {
-			return contents, true
-		}
+	if s.inDirs(name) || s.jars[name] {
+		return contents, true
 	}
 	if s.small[name] {
 		return contents, false
@@ -201,6 +214,7 @@ type scanner struct {
 	tempDir string
 	buf     []byte
 	spool   *os.File
+	implied map[string]bool // directories of the files the scan left out
 }
 
 func (s *scanner) close() {
@@ -246,6 +260,7 @@ func (s *scanner) scan(blob io.Reader, diffID string) (*layerFacts, error) {
 	h := sha256.New()
 	tr := tar.NewReader(io.TeeReader(u, h))
 	lf := &layerFacts{Version: factsVersion, DiffID: diffID}
+	s.implied = map[string]bool{}
 	for hd, err := range tarEntries(tr) {
 		if err != nil {
 			return nil, err
@@ -257,6 +272,7 @@ func (s *scanner) scan(blob io.Reader, diffID string) (*layerFacts, error) {
 			return nil, err
 		}
 	}
+	s.addImplied(lf)
 	// The rest (the padding tar writes such as GNU tar and mmdebstrap add
 	// after the end-of-archive blocks) counts for the digest too.
 	if _, err := io.Copy(h, u); err != nil {
@@ -268,6 +284,18 @@ func (s *scanner) scan(blob io.Reader, diffID string) (*layerFacts, error) {
 		}
 	}
 	return lf, nil
+}
+
+// addImplied adds a node for each directory that holds files the scan
+// left out and that the layer has no entry for (a tar need not list
+// directories), so that the merged view has it.
+func (s *scanner) addImplied(lf *layerFacts) {
+	for _, n := range lf.Nodes {
+		delete(s.implied, n.Name)
+	}
+	for _, d := range slices.Sorted(maps.Keys(s.implied)) {
+		lf.Nodes = append(lf.Nodes, node{Name: d, Type: tar.TypeDir, Mode: 0o755, Implied: true})
+	}
 }
 
 func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
@@ -306,6 +334,9 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 		switch {
 		case keep == skip:
 			if !s.sel.hides(name) {
+				if dir != "" {
+					s.implied[strings.TrimSuffix(dir, "/")] = true
+				}
 				return nil
 			}
 			n.Skipped = true

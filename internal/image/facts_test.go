@@ -30,8 +30,8 @@ import (
 
 // gatherWhole is the reference: the image's whole files, flattened by
 // go-containerregistry (imagekit.Files), read by the entrypoint's own
-// code. The regular files the scan leaves out are left out here too, so
-// that the two read the same names.
+// code. It sees every file, so a file host.Gather reads that the scan
+// does not keep shows as a difference.
 func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	t.Helper()
 	cfg, err := img.ConfigFile()
@@ -40,12 +40,6 @@ func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	require.NoError(t, err)
 	fsys, err := imagekit.Files(img)
 	require.NoError(t, err)
-	sel := newSelection(c)
-	for name, f := range fsys {
-		if k, _ := sel.keep(name); k == skip && f.Mode.IsRegular() {
-			delete(fsys, name)
-		}
-	}
 	f, err := host.Gather(context.Background(), fsys, c.HostSettings(cfg.OS, cfg.Architecture), nil)
 	require.NoError(t, err)
 	return f
@@ -100,6 +94,7 @@ func TestVerifyFromFactsAgreesWithWholeFiles(t *testing.T) {
 	big := testkit.BigJAR(3, 2<<20, testkit.Manifest("Implementation-Title", "big"))
 	cases := map[string]struct {
 		dist  testkit.Dist
+		env   []string
 		extra []imagekit.Entry
 		upper []imagekit.Entry
 	}{
@@ -120,6 +115,27 @@ func TestVerifyFromFactsAgreesWithWholeFiles(t *testing.T) {
 			{Name: "opt/flink/lib/long.jar", Data: testkit.JAR(testkit.Manifest("Import-Package", strings.Repeat("org.example.pkg;version=1, ", 40)))},
 			{Name: "opt/flink/lib/odd.jar", Data: testkit.JAR("Manifest-Version: 1.0\r\nA: caf\xe9\r\na: again\r\n\r\n")},
 		}},
+		// Flink's scripts take env.java.home from the config file: the
+		// scan must keep it for verify to judge the JDK the start runs.
+		"1.18 with env.java.home in flink-conf.yaml": {dist: testkit.Good("1.18.1"), extra: []imagekit.Entry{
+			{Name: testkit.FlinkHome + "/conf/flink-conf.yaml", Data: []byte("env.java.home: /opt/java/jdk11\n")},
+			{Name: "opt/java/jdk11/release", Data: []byte("JAVA_VERSION=\"11.0.25\"\n")},
+			{Name: "opt/java/jdk11/bin/java", Data: []byte("#!/bin/sh\n")},
+		}},
+		"2.2 with env.java.home in config.yaml": {dist: testkit.Good("2.2.1"), extra: []imagekit.Entry{
+			{Name: testkit.FlinkHome + "/conf/config.yaml", Data: []byte("env.java.home: /opt/java/jdk11\n")},
+			{Name: "opt/java/jdk11/release", Data: []byte("JAVA_VERSION=\"11.0.25\"\n")},
+			{Name: "opt/java/jdk11/bin/java", Data: []byte("#!/bin/sh\n")},
+		}},
+		// Links decide what a container reads: a FLINK_HOME reached
+		// through a link, a JAR in lib linked to one in opt.
+		"FLINK_HOME behind a link": {dist: testkit.Good("2.2.1"), env: []string{"FLINK_HOME=/opt/current"}, extra: []imagekit.Entry{
+			{Name: "opt/current", Link: "flink"},
+		}},
+		"a lib JAR linked to opt": {dist: testkit.Good("2.2.1"), extra: []imagekit.Entry{
+			{Name: "opt/flink/lib/streamfusion-avro.jar", Link: "../opt/streamfusion-avro.jar"},
+			{Name: "opt/flink/opt/streamfusion-avro.jar", Data: testkit.Extension("avro", "1.18", "0.1.0").Bytes()},
+		}},
 		"whited out by an upper layer": {dist: testkit.Good("2.2.1"), upper: []imagekit.Entry{
 			{Name: "opt/flink/lib/" + testkit.Core("2.2", "0.1.0").FileName(), Whiteout: true},
 			{Name: "opt/flink/plugins", Opaque: true},
@@ -128,7 +144,7 @@ func TestVerifyFromFactsAgreesWithWholeFiles(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			img, err := imagekit.Base{Dist: tc.dist, User: "9999", Extra: tc.extra}.Image()
+			img, err := imagekit.Base{Dist: tc.dist, User: "9999", Env: tc.env, Extra: tc.extra}.Image()
 			require.NoError(t, err)
 			if tc.upper != nil {
 				img, err = mutate.AppendLayers(img, imagekit.Layer(tc.upper...))

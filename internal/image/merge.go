@@ -61,6 +61,15 @@ func merge(layers []*layerFacts) *view {
 			if f.shadowed(n.Name) {
 				continue
 			}
+			if e, ok := f.fsys[n.Name]; n.Implied || ok && e.Sys.(*node).Implied && n.Type != tar.TypeDir {
+				// An implied directory decides nothing: a lower layer's
+				// entry for it gives its owner and mode, and what an upper
+				// layer put below it keeps it a directory.
+				if !ok {
+					f.fsys[n.Name] = n.file()
+				}
+				continue
+			}
 			f.hidden[n.Name] = true
 			if n.Skipped {
 				continue

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
 
@@ -105,4 +106,69 @@ func TestScanRefusesHostileEntries(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, lf.Nodes, 1)
 	assert.Equal(t, "/etc/passwd", lf.Nodes[0].Link)
+}
+
+// A tar need not list directories: those that hold only files the scan
+// leaves out are implied, so that links through them resolve, and an
+// implied directory never overrides a lower layer's entry for it.
+func TestImpliedDirectories(t *testing.T) {
+	t.Parallel()
+	v := mergedView(t,
+		imagekit.Layer(imagekit.Entry{Name: "opt/flink", Dir: true, Mode: 0o775, UID: 9999, GID: 9999}),
+		imagekit.Layer(imagekit.Entry{Name: "opt/flink/NOTICE", Data: []byte("left out")},
+			imagekit.Entry{Name: "opt/flink/opt/notes.txt", Data: []byte("left out")},
+			imagekit.Entry{Name: "srv/data/blob", Data: []byte("left out")}),
+	)
+	for _, tc := range []struct {
+		name string
+		uid  int
+		mode fs.FileMode
+	}{
+		{"opt/flink", 9999, 0o775},  // the lower layer's entry decides
+		{"opt/flink/opt", 0, 0o755}, // implied by the upper layer
+		{"srv/data", 0, 0o755},      // implied
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := v.fsys.Lstat(tc.name)
+			require.NoError(t, err)
+			require.True(t, info.IsDir())
+			assert.Equal(t, tc.mode, info.Mode().Perm())
+			assert.Equal(t, tc.uid, info.Sys().(*node).UID)
+		})
+	}
+	assert.NotContains(t, v.fsys, "opt/flink/opt/notes.txt", "what the scan leaves out stays out")
+}
+
+// Images whose links lead nowhere outside what the first reading keeps are
+// read once; a FLINK_HOME behind a link is read again, keeping its target.
+func TestReadingsFollowLinks(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		env      []string
+		extra    []imagekit.Entry
+		readings int
+	}{
+		{"plain", nil, nil, 1},
+		{"FLINK_HOME behind a link", []string{"FLINK_HOME=/opt/current"}, []imagekit.Entry{{Name: "opt/current", Link: "flink"}}, 2},
+		{"a lib JAR linked to a missing file", nil, []imagekit.Entry{{Name: "opt/flink/lib/gone.jar", Link: "../opt/gone.jar"}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			img, err := imagekit.Base{Dist: testkit.Good("2.2.1"), Env: tc.env, Extra: tc.extra}.Image()
+			require.NoError(t, err)
+			layers, err := img.Layers()
+			require.NoError(t, err)
+			finished := 0
+			o := VerifyOptions{TempDir: t.TempDir(), Progress: func(u Update) {
+				if u.Op == "read" && u.Finished {
+					finished++
+				}
+			}}
+			res, err := o.Verify(context.Background(), img)
+			require.NoError(t, err)
+			assert.Equal(t, tc.readings*len(layers), finished)
+			assert.NotEmpty(t, res.Facts.Classpath)
+		})
+	}
 }

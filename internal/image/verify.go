@@ -178,7 +178,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c)
-	facts, err := o.readFacts(ctx, img, sel)
+	facts, err := o.readAll(ctx, img, sel)
 	if err != nil {
 		return nil, err
 	}

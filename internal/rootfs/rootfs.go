@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"strings"
 )
 
@@ -20,6 +21,16 @@ var (
 	ErrNotRegular = errors.New("not a regular file")
 	ErrLinkLoop   = errors.New("too many levels of symbolic links")
 )
+
+// DanglingError is a name whose symbolic links lead to nothing.
+type DanglingError struct {
+	Missing string // the first component that does not exist
+	Target  string // the name the links lead to
+}
+
+func (e *DanglingError) Error() string {
+	return "dangling symbolic link: /" + e.Missing + " does not exist"
+}
 
 // OpenRegular resolves name and opens it when it is a regular file,
 // returning the file, the name it resolved to and what it is. Anything else
@@ -76,7 +87,7 @@ func Resolve(fsys fs.FS, name string) (string, fs.FileInfo, error) {
 		info, err = rl.Lstat(next)
 		if err != nil {
 			if hops > 0 && errors.Is(err, fs.ErrNotExist) {
-				return "", nil, fmt.Errorf("dangling symbolic link: /%s does not exist", next)
+				return "", nil, &DanglingError{Missing: next, Target: path.Clean(next + "/" + strings.Join(todo, "/"))}
 			}
 			return "", nil, err
 		}

@@ -58,11 +58,23 @@ func TestResolveStaysInsideTheRoot(t *testing.T) {
 
 func TestResolveRefusesBrokenLinks(t *testing.T) {
 	t.Parallel()
-	_, resolve := tree(t, nil, map[string]string{"lib/a.jar": "b.jar", "lib/b.jar": "a.jar", "lib/gone.jar": "/nowhere.jar"})
+	_, resolve := tree(t, nil, map[string]string{"lib/a.jar": "b.jar", "lib/b.jar": "a.jar", "lib/gone.jar": "/nowhere.jar",
+		"lib/deep.jar": "../opt/x/../y/z.jar", "opt/link": "/lib"})
 	_, err := resolve("lib/a.jar")
 	require.ErrorIs(t, err, rootfs.ErrLinkLoop)
-	_, err = resolve("lib/gone.jar")
-	require.ErrorContains(t, err, "dangling symbolic link: /nowhere.jar does not exist")
+	for _, tc := range []struct{ name, missing, target string }{
+		{"lib/gone.jar", "nowhere.jar", "nowhere.jar"},
+		{"lib/deep.jar", "opt/x", "opt/y/z.jar"},
+		{"opt/link/gone.jar", "nowhere.jar", "nowhere.jar"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := resolve(tc.name)
+			var d *rootfs.DanglingError
+			require.ErrorAs(t, err, &d)
+			assert.Equal(t, "dangling symbolic link: /"+tc.missing+" does not exist", err.Error())
+			assert.Equal(t, tc.target, d.Target, "where the links lead")
+		})
+	}
 }
 
 func TestOpenRegularRefusesOtherTypesUnopened(t *testing.T) {

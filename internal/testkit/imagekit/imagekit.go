@@ -15,6 +15,7 @@ import (
 	"os"
 	"path"
 	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,7 +115,7 @@ type Base struct {
 	User    string // "flink" image user: "9999" (2.2) or "" (1.18 starts as root)
 	Arch    string // amd64 (default) or arm64
 	Busybox v1.Layer
-	Env     []string // more Env
+	Env     []string // more Env, before the usual (the first of a name wins, as getenv reads it)
 	Extra   []Entry  // more files in the Flink layer
 }
 
@@ -148,10 +149,10 @@ func (b Base) Image() (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Configure(img, b.Arch, b.User, append([]string{
+	return Configure(img, b.Arch, b.User, append(slices.Clone(b.Env),
 		"PATH=/opt/flink/bin:/opt/java/openjdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"JAVA_HOME=/opt/java/openjdk", "LANG=en_US.UTF-8", "LC_ALL=en_US.UTF-8", "FLINK_HOME=/opt/flink",
-	}, b.Env...))
+	))
 }
 
 // Configure gives img the config of a Flink image as the official ones

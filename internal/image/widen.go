@@ -1,0 +1,89 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+)
+
+// maxReadings bounds how often one verdict reads an image's layers.
+const maxReadings = 3
+
+// readAll reads img's layers into facts. The first reading keeps what the
+// configured payload directories hold. Links decide what a container
+// really reads, and they are known only once the layers are merged: when
+// the merged view shows a payload directory reached through a link
+// (/opt/flink -> /opt/flink-2.2.1) or a JAR in one that links outside
+// (lib/x.jar -> ../opt/x.jar), the layers are read again keeping that too.
+// Images without such links are read once; the cache keeps each reading.
+func (o VerifyOptions) readAll(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, error) {
+	for reading := 1; ; reading++ {
+		facts, err := o.readFacts(ctx, img, sel)
+		if err != nil || reading == maxReadings {
+			return facts, err
+		}
+		wider := sel.widen(merge(facts))
+		if wider == nil {
+			return facts, nil
+		}
+		sel = wider
+	}
+}
+
+// widen returns the selection with what v shows it missed, or nil when it
+// missed nothing: the directories the payload directories' links lead to,
+// the files outside the payload directories that links to *.jar in them
+// lead to, and where links lead the files kept whole (Flink's config). A link whose target stays missing once kept is dangling
+// in the image too, and is left to admission.
+func (s *selection) widen(v *view) *selection {
+	dirs := slices.Clone(s.dirs)
+	for _, d := range s.dirs {
+		target, info, err := rootfs.Resolve(v.fsys, strings.TrimSuffix(d, "/"))
+		if err == nil && info.IsDir() && !slices.Contains(dirs, target+"/") {
+			dirs = append(dirs, target+"/")
+		}
+	}
+	wider := &selection{dirs: dirs, small: maps.Clone(s.small), jars: maps.Clone(s.jars)}
+	if wider.jars == nil {
+		wider.jars = map[string]bool{}
+	}
+	grew := len(dirs) > len(s.dirs)
+	for name := range s.small {
+		var dangling *rootfs.DanglingError
+		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && !wider.small[dangling.Target] {
+			wider.small[dangling.Target] = true
+			grew = true
+		}
+	}
+	for name, f := range v.fsys {
+		if f.Mode&fs.ModeSymlink == 0 || !strings.HasSuffix(name, ".jar") || !s.inDirs(name) {
+			continue
+		}
+		var dangling *rootfs.DanglingError
+		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && !wider.jars[dangling.Target] && !s.inDirs(dangling.Target) {
+			wider.jars[dangling.Target] = true
+			grew = true
+		}
+	}
+	if !grew {
+		return nil
+	}
+	return wider
+}
+
+// inDirs reports whether name is below one of the payload directories.
+func (s *selection) inDirs(name string) bool {
+	for _, d := range s.dirs {
+		if strings.HasPrefix(name, d) {
+			return true
+		}
+	}
+	return false
+}
