@@ -24,7 +24,6 @@ import (
 	"testing"
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
-	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
 // coreManifest is the StreamFusion core manifest every corpus JAR carries.
@@ -337,15 +336,6 @@ func oursString(j *payload.JAR) string {
 		v, _ := j.Manifest.Get("StreamFusion-Version")
 		return "admits, version " + v
 	}
-}
-
-// loaderBytes nests core in a Go-written loader, stored or deflated.
-func loaderBytes(core []byte, stored bool) []byte {
-	l := testkit.Loader("2.2", "0.1.0")
-	l.Embedded = nil
-	l.Attrs = map[string]string{testkit.EmbeddedCoreAttr: testkit.DefaultEmbedPath}
-	l.Entries = []testkit.Entry{{Name: testkit.DefaultEmbedPath, Data: core, Store: stored}}
-	return l.Bytes()
 }
 
 func TestJVMOracleCorpus(t *testing.T) {
