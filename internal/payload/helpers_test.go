@@ -3,6 +3,8 @@ package payload_test
 import (
 	"bytes"
 	"encoding/binary"
+	"maps"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -97,4 +99,31 @@ func loaderBytes(core []byte, stored bool) []byte {
 	l.Attrs = map[string]string{testkit.EmbeddedCoreAttr: testkit.DefaultEmbedPath}
 	l.Entries = []testkit.Entry{{Name: testkit.DefaultEmbedPath, Data: core, Store: stored}}
 	return l.Bytes()
+}
+
+// normal gives main attributes as the tests compare them: names lower
+// case, values trimmed; nil for no manifest.
+func normal(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	n := make(map[string]string, len(m))
+	for k, v := range m {
+		n[strings.ToLower(k)] = strings.TrimSpace(v)
+	}
+	return n
+}
+
+// attrs is the normal form of a manifest's main attributes.
+func attrs(m *payload.Manifest) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return normal(m.Attributes())
+}
+
+// equalAttrs reports whether two normal forms are the same manifest (no
+// manifest differs from an empty one).
+func equalAttrs(a, b map[string]string) bool {
+	return (a == nil) == (b == nil) && maps.Equal(a, b)
 }
