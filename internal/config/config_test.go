@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -43,10 +44,13 @@ func TestSettings(t *testing.T) {
 func TestLogLevelFallsBackToInfo(t *testing.T) {
 	t.Parallel()
 	for _, lv := range []string{"loud", "disabled"} {
-		c, err := FromEnv([]string{"STREAMFUSION_LOG_LEVEL=" + lv})
-		require.NoError(t, err)
-		assert.Equal(t, "info", c.Level)
-		assert.Contains(t, c.LevelWarning, lv)
+		t.Run(lv, func(t *testing.T) {
+			t.Parallel()
+			c, err := FromEnv([]string{"STREAMFUSION_LOG_LEVEL=" + lv})
+			require.NoError(t, err)
+			assert.Equal(t, "info", c.Level)
+			assert.Contains(t, c.LevelWarning, lv)
+		})
 	}
 	c, err := FromEnv([]string{"STREAMFUSION_LOG_LEVEL="})
 	require.NoError(t, err)
@@ -68,9 +72,12 @@ func TestUsageErrors(t *testing.T) {
 		"FLINK_HOME=opt/flink",
 		"JAVA_HOME=jdk",
 	} {
-		_, err := FromEnv([]string{kv})
-		require.Error(t, err, kv)
-		assert.True(t, errors.Is(err, ErrUsage), kv)
+		t.Run(kv, func(t *testing.T) {
+			t.Parallel()
+			_, err := FromEnv([]string{kv})
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrUsage))
+		})
 	}
 }
 
@@ -82,9 +89,12 @@ func TestLocalePrecedence(t *testing.T) {
 		"c": {"LANG=c"},
 		"":  nil,
 	} {
-		c, err := FromEnv(env)
-		require.NoError(t, err)
-		assert.Equal(t, want, c.Locale, "%q", env)
+		t.Run(fmt.Sprintf("%q", env), func(t *testing.T) {
+			t.Parallel()
+			c, err := FromEnv(env)
+			require.NoError(t, err)
+			assert.Equal(t, want, c.Locale)
+		})
 	}
 }
 

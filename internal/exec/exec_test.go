@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestClassify(t *testing.T) {
@@ -14,9 +15,12 @@ func TestClassify(t *testing.T) {
 		syscall.ENOENT: NotFound, syscall.ENOTDIR: NotFound,
 		syscall.EACCES: NotExecutable, syscall.ENOEXEC: NotExecutable, syscall.EISDIR: NotExecutable,
 	} {
-		var e *Error
-		assert.True(t, errors.As(classify("/x", errno), &e))
-		assert.Equal(t, code, e.Code, errno.Error())
-		assert.Contains(t, e.Error(), "/x")
+		t.Run(errno.Error(), func(t *testing.T) {
+			t.Parallel()
+			var e *Error
+			require.True(t, errors.As(classify("/x", errno), &e))
+			assert.Equal(t, code, e.Code)
+			assert.Contains(t, e.Error(), "/x")
+		})
 	}
 }

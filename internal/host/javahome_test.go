@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -120,7 +121,10 @@ func TestConfFileByRelease(t *testing.T) {
 		{both, "1.20.3", "config.yaml"}, {legacyOnly, "1.19.1", "flink-conf.yaml"},
 		{both, "", "config.yaml"}, {legacyOnly, "", "flink-conf.yaml"},
 	} {
-		got := confFile(c.fsys, "/opt/flink/conf", c.version)
-		assert.True(t, strings.HasSuffix(got, "/"+c.want), "%s: %s", c.version, got)
+		t.Run(fmt.Sprintf("%q with %d files", c.version, len(c.fsys)), func(t *testing.T) {
+			t.Parallel()
+			got := confFile(c.fsys, "/opt/flink/conf", c.version)
+			assert.True(t, strings.HasSuffix(got, "/"+c.want), "%s: %s", c.version, got)
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path"
@@ -56,10 +57,12 @@ func TestOrderMatchesGNUSort(t *testing.T) {
 	slices.Reverse(shuffled)
 
 	for _, locale := range []string{"C", "POSIX"} {
-		order, _ := OrderFor(nil, locale)
-		got := slices.Clone(shuffled)
-		order(got)
-		assert.Equal(t, gnuSort(t, locale, names), got, locale)
+		t.Run(locale, func(t *testing.T) {
+			order, _ := OrderFor(nil, locale)
+			got := slices.Clone(shuffled)
+			order(got)
+			assert.Equal(t, gnuSort(t, locale, names), got)
+		})
 	}
 
 	requireLocale(t, "en_US.utf8")
@@ -79,8 +82,11 @@ func TestOrderMatchesGNUSort(t *testing.T) {
 func TestOrderFallsBackToBytes(t *testing.T) {
 	t.Parallel()
 	for _, locale := range []string{"", "C", "POSIX", "C.UTF-8", "C.utf8"} {
-		_, desc := OrderFor(nil, locale)
-		assert.Contains(t, desc, "byte order", locale)
+		t.Run(fmt.Sprintf("%q", locale), func(t *testing.T) {
+			t.Parallel()
+			_, desc := OrderFor(nil, locale)
+			assert.Contains(t, desc, "byte order")
+		})
 	}
 	// Not installed in the image: setlocale fails and sort uses C.
 	_, desc := OrderFor(fstest.MapFS{}, "en_US.UTF-8")

@@ -328,26 +328,3 @@ func fixCount(data []byte) []byte {
 	binary.LittleEndian.PutUint16(fixed[end+10:], uint16(n))
 	return fixed
 }
-
-func attrs(m *payload.Manifest) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := map[string]string{}
-	for k, v := range m.Attributes() {
-		out[strings.ToLower(k)] = strings.TrimSpace(v)
-	}
-	return out
-}
-
-func equalAttrs(a, b map[string]string) bool {
-	if (a == nil) != (b == nil) || len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}

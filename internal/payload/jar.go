@@ -146,7 +146,7 @@ func (j *JAR) scan(r io.ReaderAt, size int64, opt Options, depth int) error {
 		if err != nil {
 			return fmt.Errorf("read %s: %w", m.name, err)
 		}
-		man, err := ParseManifest(bytes.NewReader(data))
+		man, err := parseManifest(data)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", m.name, err)
 		}

@@ -64,6 +64,11 @@ func ParseManifest(r io.Reader) (Manifest, error) {
 	if err != nil {
 		return Manifest{}, err
 	}
+	return parseManifest(data)
+}
+
+// parseManifest is ParseManifest of a manifest already read.
+func parseManifest(data []byte) (Manifest, error) {
 	if len(data) > maxDeclaredMF {
 		return Manifest{}, fmt.Errorf("%w: longer than %d bytes", ErrManifest, maxDeclaredMF)
 	}

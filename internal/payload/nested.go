@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"maps"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -60,7 +61,8 @@ func readNested(d *directory, e *entry, path string) *JAR {
 		// JarInputStream's reading first: when JarFile's names the same
 		// entry, its manifest need not be read twice.
 		t := &tracked{r: sec}
-		br := bufio.NewReader(t)
+		br := bufReader(t)
+		defer bufReaders.Put(br)
 		var h *local
 		if streamed, h, err = streamManifest(br, b, func() int64 { return t.n - int64(br.Buffered()) }); err != nil {
 			n.Err = fmt.Errorf("embedded JAR read front to back (as JarInputStream reads it): %w; %s", err, rebuild)
@@ -84,7 +86,8 @@ func readNested(d *directory, e *entry, path string) *JAR {
 		n.Streamed = true
 		fr := inflater(sec)
 		defer inflaters.Put(fr)
-		br := bufio.NewReader(b.reader(fr))
+		br := bufReader(b.reader(fr))
+		defer bufReaders.Put(br)
 		var at *local
 		if streamed, at, err = streamManifest(br, b, nil); err != nil {
 			n.Err = fmt.Errorf("embedded JAR read front to back (as JarInputStream reads it): %w; %s", err, rebuild)
@@ -117,6 +120,17 @@ func agree(whole, streamed *Manifest) error {
 		return fmt.Errorf("%w: embedded JAR: JarFile and JarInputStream read different manifests (a stray local header ahead of the central directory?); %s", ErrFormat, rebuild)
 	}
 	return nil
+}
+
+var bufReaders sync.Pool
+
+// bufReader returns a pooled bufio.Reader reading r.
+func bufReader(r io.Reader) *bufio.Reader {
+	if br, ok := bufReaders.Get().(*bufio.Reader); ok {
+		br.Reset(r)
+		return br
+	}
+	return bufio.NewReader(r)
 }
 
 // budget is what may still be inflated; every reader it hands out draws on it.
@@ -190,7 +204,7 @@ func streamManifest(r *bufio.Reader, b *budget, tell func() int64) (*Manifest, *
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := ParseManifest(bytes.NewReader(data))
+	m, err := parseManifest(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", h.name, err)
 	}

@@ -24,7 +24,6 @@ import (
 	"testing"
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
-	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
 // coreManifest is the StreamFusion core manifest every corpus JAR carries.
@@ -255,38 +254,6 @@ type oracleResult struct {
 	} `json:"nested"`
 }
 
-// normal gives main attributes as both sides are compared: names lower
-// case, values trimmed; nil for no manifest.
-func normal(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	n := make(map[string]string, len(m))
-	for k, v := range m {
-		n[strings.ToLower(k)] = strings.TrimSpace(v)
-	}
-	return n
-}
-
-func ours(m *payload.Manifest) map[string]string {
-	if m == nil {
-		return nil
-	}
-	return normal(m.Attributes())
-}
-
-func sameManifest(a, b map[string]string) bool {
-	if (a == nil) != (b == nil) || len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
 // diffManifest says how got differs from want, attribute by attribute.
 func diffManifest(want, got map[string]string) string {
 	switch {
@@ -339,15 +306,6 @@ func oursString(j *payload.JAR) string {
 	}
 }
 
-// loaderBytes nests core in a Go-written loader, stored or deflated.
-func loaderBytes(core []byte, stored bool) []byte {
-	l := testkit.Loader("2.2", "0.1.0")
-	l.Embedded = nil
-	l.Attrs = map[string]string{testkit.EmbeddedCoreAttr: testkit.DefaultEmbedPath}
-	l.Entries = []testkit.Entry{{Name: testkit.DefaultEmbedPath, Data: core, Store: stored}}
-	return l.Bytes()
-}
-
 func TestJVMOracleCorpus(t *testing.T) {
 	requireTools(t)
 	dir := t.TempDir()
@@ -398,7 +356,7 @@ func TestJVMOracleCorpus(t *testing.T) {
 				if !jvmReads {
 					return
 				}
-				if want, got := normal(lib.JarFile.Manifest), ours(j.Manifest); !sameManifest(want, got) {
+				if want, got := normal(lib.JarFile.Manifest), attrs(j.Manifest); !equalAttrs(want, got) {
 					t.Errorf("manifest differs from JarFile's: %s", diffManifest(want, got))
 				}
 				if j.Entries != lib.JarFile.Entries {
@@ -419,23 +377,23 @@ func TestJVMOracleCorpus(t *testing.T) {
 					if lj.Err != nil || lj.Nested == nil {
 						t.Fatalf("ours cannot read the loader itself: %s", oursString(lj))
 					}
-					if want, got := normal(r.JarFile.Manifest), ours(lj.Manifest); !sameManifest(want, got) {
+					if want, got := normal(r.JarFile.Manifest), attrs(lj.Manifest); !equalAttrs(want, got) {
 						t.Errorf("loader manifest differs from JarFile's: %s", diffManifest(want, got))
 					}
 					n := r.Nested
 					jf, jis := normal(n.JarFile.Manifest), normal(n.JIS.Manifest)
-					jvmAdmits := n.JarFile.OK && n.JIS.OK && sameManifest(jf, jis)
+					jvmAdmits := n.JarFile.OK && n.JIS.OK && equalAttrs(jf, jis)
 					oursAdmits := lj.Nested.Err == nil
 					verdicts[form] = oursAdmits
 					row += fmt.Sprintf(" | nested-%s: JarFile %s; JIS %s; ours %s", form, n.JarFile, n.JIS, oursString(lj.Nested))
-					got := ours(lj.Nested.Manifest)
+					got := attrs(lj.Nested.Manifest)
 					switch {
 					case oursAdmits && jvmAdmits:
-						if !sameManifest(jf, got) {
+						if !equalAttrs(jf, got) {
 							t.Errorf("manifest differs from both JVM readings: %s", diffManifest(jf, got))
 						}
 					case !oursAdmits && !jvmAdmits:
-					case oursAdmits && form == "deflated" && n.JIS.OK && jis != nil && sameManifest(jis, got):
+					case oursAdmits && form == "deflated" && n.JIS.OK && jis != nil && equalAttrs(jis, got):
 						// The accepted difference: the streamed manifest is
 						// right, the damage lies after it.
 						acceptedDiff = true

@@ -1,6 +1,7 @@
 package roles
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,8 +42,11 @@ func TestClassify(t *testing.T) {
 		{[]string{"python", "-c", "flink"}, PassThrough},
 	}
 	for _, c := range cases {
-		assert.Equal(t, c.want, Classify(c.args), "%q", c.args)
-		assert.Equal(t, c.want != Own && c.want != PassThrough, Classify(c.args).Admits(), "%q", c.args)
+		t.Run(fmt.Sprintf("%q", c.args), func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, c.want, Classify(c.args))
+			assert.Equal(t, c.want != Own && c.want != PassThrough, Classify(c.args).Admits())
+		})
 	}
 }
 
