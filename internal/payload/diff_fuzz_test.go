@@ -298,7 +298,8 @@ func countOnly(data []byte) bool {
 
 // fixCount returns data with the end record's entry counts set to the
 // number of central headers its directory holds, or nil when it has no
-// plain end record (ZIP64 archives are left alone).
+// plain end record (ZIP64 archives are left alone) or when the headers do
+// not fill the directory (JarFile refuses the bytes after the last one).
 func fixCount(data []byte) []byte {
 	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
 	if end < 0 || end+22 > len(data) {
@@ -320,8 +321,8 @@ func fixCount(data []byte) []byte {
 		cd = cd[l:]
 		n++
 	}
-	if n > 0xfffe {
-		return nil
+	if n > 0xfffe || len(cd) != 0 {
+		return nil // JarFile reads records to the directory's end: bytes after the last are a bad signature
 	}
 	fixed := append([]byte(nil), data...)
 	binary.LittleEndian.PutUint16(fixed[end+8:], uint16(n))
