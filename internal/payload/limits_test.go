@@ -5,6 +5,8 @@ package payload_test
 // bytes a reading allocates, the same on every machine.
 
 import (
+	"bytes"
+	"encoding/binary"
 	"runtime"
 	"testing"
 
@@ -59,5 +61,43 @@ func refusedWith(want string) func(t *testing.T, j *payload.JAR) {
 	return func(t *testing.T, j *payload.JAR) {
 		require.Error(t, j.Err)
 		assert.Contains(t, j.Err.Error(), want)
+	}
+}
+
+// The reader's own limits, where it refuses more than the JVM
+// (docs/jar-reading.md): each is a refusal that names what it found.
+func TestOwnLimits(t *testing.T) {
+	t.Parallel()
+	props := testkit.JAR(testkit.Manifest("Implementation-Title", "flink-dist"),
+		testkit.Entry{Name: payload.VersionProperties, Data: bytes.Repeat([]byte("k=v\n"), 20<<10)})
+	stored := loaderBytes(testkit.Core("2.2", "0.1.0").Bytes(), true)
+	stored = messWith(stored, func(b []byte) []byte {
+		i := centralRecord(b, testkit.DefaultEmbedPath)
+		size := binary.LittleEndian.Uint32(b[i+24:])
+		binary.LittleEndian.PutUint32(b[i+24:], size+1) // uncompressed differs from compressed
+		return b
+	})
+	for _, c := range []struct {
+		name string
+		read func() *payload.JAR
+		want string
+	}{
+		{"a version resource over 64 KiB", func() *payload.JAR {
+			return payload.Read(bytes.NewReader(props), int64(len(props)), "/opt/flink/lib/flink-dist.jar", payload.Options{Properties: true})
+		}, "declares 81920 bytes, more than the 65536"},
+		{"a stored nested core whose two sizes differ", func() *payload.JAR {
+			j := readBytes(t, stored)
+			require.NoError(t, j.Err, "the loader itself reads")
+			require.NotNil(t, j.Nested)
+			return j.Nested
+		}, "stored entry has 1997 bytes packed but 1998 unpacked; its length is ambiguous"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := c.read()
+			require.Error(t, j.Err)
+			assert.Contains(t, j.Err.Error(), c.want)
+			assert.ErrorIs(t, j.Err, payload.ErrFormat)
+		})
 	}
 }
