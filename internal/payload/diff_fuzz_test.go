@@ -239,8 +239,8 @@ func badExtra(b []byte) bool {
 // negativeBase tells whether the plain end record puts the archive's
 // start before the file's (JarFile: cenpos - cenoff < 0).
 func negativeBase(data []byte) bool {
-	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
-	if end < 0 || end+22 > len(data) {
+	end := lastEnd(data)
+	if end < 0 {
 		return false
 	}
 	size := int64(binary.LittleEndian.Uint32(data[end+12:]))
@@ -263,8 +263,8 @@ func negativeBase(data []byte) bool {
 // after it, one whose directory and first local header start with their
 // signatures. archive/zip trusts any whose comment fits in the file.
 func endVerified(data []byte) bool {
-	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
-	if end < 0 || end+22 > len(data) {
+	end := lastEnd(data)
+	if end < 0 {
 		return true
 	}
 	if end+22+int(binary.LittleEndian.Uint16(data[end+20:])) == len(data) {
@@ -280,8 +280,8 @@ func endVerified(data []byte) bool {
 // the first bad record once it has as many as the end record counts;
 // JarFile reads records to the directory's end and refuses a bad one.
 func directoryFilled(data []byte, zr *zip.Reader) bool {
-	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
-	if end < 0 || end+22 > len(data) {
+	end := lastEnd(data)
+	if end < 0 {
 		return true
 	}
 	size := int64(binary.LittleEndian.Uint32(data[end+12:]))
@@ -311,8 +311,8 @@ func countOnly(data []byte) bool {
 // plain end record (ZIP64 archives are left alone) or when the headers do
 // not fill the directory (JarFile refuses the bytes after the last one).
 func fixCount(data []byte) []byte {
-	end := bytes.LastIndex(data, []byte("PK\x05\x06"))
-	if end < 0 || end+22 > len(data) {
+	end := lastEnd(data)
+	if end < 0 {
 		return nil
 	}
 	size := int64(binary.LittleEndian.Uint32(data[end+12:]))
@@ -338,4 +338,11 @@ func fixCount(data []byte) []byte {
 	binary.LittleEndian.PutUint16(fixed[end+8:], uint16(n))
 	binary.LittleEndian.PutUint16(fixed[end+10:], uint16(n))
 	return fixed
+}
+
+// lastEnd returns the offset of the last end record signature with room
+// for a whole record after it, as JarFile and archive/zip look for one (a
+// signature in the file's last 21 bytes is never a record), or -1.
+func lastEnd(data []byte) int {
+	return bytes.LastIndex(data[:max(0, len(data)-18)], []byte("PK\x05\x06"))
 }
