@@ -303,6 +303,9 @@ func parentDir(base memfs.FS, d string, sec int64) *tar.Header {
 	if !f.Mode.IsDir() || !isNode {
 		return nil
 	}
+	if n.Implied {
+		return h // no entry in the base: root's 0755 at the epoch
+	}
 	h.Mode, h.Uid, h.Gid, h.ModTime = n.Mode, n.UID, n.GID, epoch(n.ModTime)
 	return h
 }

@@ -46,13 +46,14 @@ type view struct {
 // hide what lower layers hold, as the OCI image spec says.
 type flattener struct {
 	fsys   memfs.FS
-	hidden map[string]bool // paths an upper layer decided: present or whited out
+	hidden map[string]bool // paths an upper layer holds
+	whited map[string]bool // paths an upper layer deleted, with all below them
 	opaque map[string]bool // directories whose lower contents are hidden
 }
 
 // merge lays the layers' facts over each other, top to bottom.
 func merge(layers []*layerFacts) *view {
-	f := &flattener{fsys: memfs.FS{}, hidden: map[string]bool{}, opaque: map[string]bool{}}
+	f := &flattener{fsys: memfs.FS{}, hidden: map[string]bool{}, whited: map[string]bool{}, opaque: map[string]bool{}}
 	v := &view{fsys: f.fsys, jars: map[string]*jarFacts{}}
 	for i := len(layers) - 1; i >= 0; i-- {
 		lf := layers[i]
@@ -81,7 +82,7 @@ func merge(layers []*layerFacts) *view {
 		}
 		// What a layer hides applies to the layers below only.
 		for _, w := range lf.Whiteouts {
-			f.hidden[w] = true
+			f.whited[w] = true
 		}
 		for _, o := range lf.Opaques {
 			f.opaque[o] = true
@@ -110,14 +111,16 @@ func (n *node) file() *memfs.File {
 	return mf
 }
 
-// shadowed reports whether an upper layer hid name: it or a parent was
-// whited out, replaced by a non-directory, or a parent is opaque.
+// shadowed reports whether an upper layer hid name: it holds name, or it
+// or a parent was whited out (even when a layer above re-created it: what
+// was below is gone), a parent is opaque, or a non-directory stands where
+// a parent was.
 func (f *flattener) shadowed(name string) bool {
-	if f.hidden[name] {
+	if f.hidden[name] || f.whited[name] {
 		return true
 	}
 	for p := path.Dir(name); ; p = path.Dir(p) {
-		if f.opaque[p] {
+		if f.opaque[p] || f.whited[p] {
 			return true
 		}
 		if p == "." {
@@ -125,7 +128,7 @@ func (f *flattener) shadowed(name string) bool {
 		}
 		if f.hidden[p] {
 			if e, ok := f.fsys[p]; !ok || !e.Mode.IsDir() {
-				return true // whited out, or a file or link now stands there
+				return true // a file or link now stands there
 			}
 		}
 	}

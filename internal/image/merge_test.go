@@ -151,7 +151,9 @@ func TestReadingsFollowLinks(t *testing.T) {
 	}{
 		{"plain", nil, nil, 1},
 		{"FLINK_HOME behind a link", []string{"FLINK_HOME=/opt/current"}, []imagekit.Entry{{Name: "opt/current", Link: "flink"}}, 2},
-		{"a lib JAR linked to a missing file", nil, []imagekit.Entry{{Name: "opt/flink/lib/gone.jar", Link: "../opt/gone.jar"}}, 2},
+		{"a lib JAR linked to a missing file in a directory", nil, []imagekit.Entry{{Name: "opt/flink/lib/gone.jar", Link: "../conf/gone.jar"}}, 2},
+		{"a lib JAR linked into a missing directory", nil, []imagekit.Entry{{Name: "opt/flink/lib/gone.jar", Link: "../nowhere/gone.jar"}}, 1},
+		{"config behind a link to an empty mount point", nil, []imagekit.Entry{{Name: "opt/flink/conf", Link: "/etc/flink"}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -169,6 +171,55 @@ func TestReadingsFollowLinks(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.readings*len(layers), finished)
 			assert.NotEmpty(t, res.Facts.Classpath)
+		})
+	}
+}
+
+// A whiteout deletes a lower layer's path with everything below it; a
+// layer above that re-creates the directory shows only its own contents
+// (the OCI image spec's changesets), whether or not its tar lists the
+// directory.
+func TestWhiteoutThenRecreated(t *testing.T) {
+	t.Parallel()
+	e := func(name, data string) imagekit.Entry { return imagekit.Entry{Name: name, Data: []byte(data)} }
+	v := mergedView(t,
+		imagekit.Layer(e("opt/flink/lib/old.jar", "old"), e("opt/java/openjdk/bin/java", "old java")),
+		imagekit.Layer(imagekit.Entry{Name: "opt/flink/lib", Whiteout: true}, imagekit.Entry{Name: "opt/java/openjdk/bin", Whiteout: true}),
+		imagekit.Layer(imagekit.Entry{Name: "opt/flink/lib", Dir: true, Mode: 0o755}, e("opt/flink/lib/new.jar", "new"),
+			e("opt/java/openjdk/bin/other", "not java")),
+	)
+	assert.Contains(t, v.jars, "opt/flink/lib/new.jar")
+	assert.NotContains(t, v.jars, "opt/flink/lib/old.jar", "deleted below the re-created directory")
+	assert.NotContains(t, v.fsys, "opt/java/openjdk/bin/java", "deleted below an implied directory")
+	info, err := v.fsys.Lstat("opt/java/openjdk/bin")
+	require.NoError(t, err)
+	assert.True(t, info.IsDir())
+}
+
+// Bake's parent directories take the base's entry; a directory the base
+// only implies has none, so it gets root's 0755 at the bake's epoch.
+func TestParentDirOfImpliedDirectory(t *testing.T) {
+	t.Parallel()
+	v := mergedView(t,
+		imagekit.Layer(imagekit.Entry{Name: "opt/flink", Dir: true, Mode: 0o775, UID: 9999, GID: 9999},
+			imagekit.Entry{Name: "srv/data/blob", Data: []byte("left out")}))
+	const sec = 1_700_000_000
+	for _, tc := range []struct {
+		dir  string
+		uid  int
+		mode int64
+		time int64
+	}{
+		{"opt/flink", 9999, 0o775, 0},
+		{"srv/data", 0, 0o755, sec},
+		{"nowhere", 0, 0o755, sec},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			h := parentDir(v.fsys, tc.dir, sec)
+			require.NotNil(t, h)
+			assert.Equal(t, tc.uid, h.Uid)
+			assert.Equal(t, tc.mode, h.Mode&0o7777)
+			assert.Equal(t, tc.time, h.ModTime.Unix())
 		})
 	}
 }

@@ -40,8 +40,11 @@ func (o VerifyOptions) readAll(ctx context.Context, img v1.Image, sel *selection
 // widen returns the selection with what v shows it missed, or nil when it
 // missed nothing: the directories the payload directories' links lead to,
 // the files outside the payload directories that links to *.jar in them
-// lead to, and where links lead the files kept whole (Flink's config). A link whose target stays missing once kept is dangling
-// in the image too, and is left to admission.
+// lead to, and where links lead the files kept whole (Flink's config).
+// Only a missing last name can be a file the scan left out: every
+// directory and link is kept (or implied), so a link that misses a
+// directory on the way is dangling in the image too and is left to
+// admission, as is a target still missing once kept.
 func (s *selection) widen(v *view) *selection {
 	dirs := slices.Clone(s.dirs)
 	for _, d := range s.dirs {
@@ -57,7 +60,7 @@ func (s *selection) widen(v *view) *selection {
 	grew := len(dirs) > len(s.dirs)
 	for name := range s.small {
 		var dangling *rootfs.DanglingError
-		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && !wider.small[dangling.Target] {
+		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && dangling.Missing == dangling.Target && !wider.small[dangling.Target] {
 			wider.small[dangling.Target] = true
 			grew = true
 		}
@@ -67,7 +70,7 @@ func (s *selection) widen(v *view) *selection {
 			continue
 		}
 		var dangling *rootfs.DanglingError
-		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && !wider.jars[dangling.Target] && !s.inDirs(dangling.Target) {
+		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && dangling.Missing == dangling.Target && !wider.jars[dangling.Target] && !s.inDirs(dangling.Target) {
 			wider.jars[dangling.Target] = true
 			grew = true
 		}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
 
 // FS maps names (valid fs.FS names: relative, slash-separated, no "."
@@ -25,8 +27,9 @@ type File struct {
 }
 
 // ErrLinkLoop is returned for a name whose resolution follows more
-// than maxHops symbolic links.
-var ErrLinkLoop = errors.New("too many levels of symbolic links")
+// than maxHops symbolic links: rootfs's, so that errors.Is holds whichever
+// package resolved the name.
+var ErrLinkLoop = rootfs.ErrLinkLoop
 
 const maxHops = 40 // Linux's limit
 
@@ -127,6 +130,9 @@ func (m FS) resolve(op, name string, follow bool) (string, *File, error) {
 		case "", ".":
 			continue
 		case "..":
+			if f != nil && !f.Mode.IsDir() {
+				return "", nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist} // a file is no directory to leave
+			}
 			done, f = path.Dir(done), nil
 			continue
 		}
@@ -146,6 +152,9 @@ func (m FS) resolve(op, name string, follow bool) (string, *File, error) {
 			return "", nil, &fs.PathError{Op: op, Path: name, Err: ErrLinkLoop}
 		}
 		target := string(f.Data)
+		if target == "" {
+			return "", nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist} // as the kernel has it
+		}
 		if strings.HasPrefix(target, "/") {
 			done = "."
 		}

@@ -199,3 +199,23 @@ func TestDataIsShared(t *testing.T) {
 	data[0] = 'X'
 	assert.Equal(t, "ID=debian\n", string(m["etc/os-release"].Data))
 }
+
+// Links that lead nowhere, as the kernel has them: ".." leaves directories
+// only (ENOTDIR), and a link with an empty target leads nowhere (ENOENT).
+// The link itself is there.
+func TestLinksToNowhere(t *testing.T) {
+	m := tree()
+	m["opt/viafile"] = &File{Data: []byte("../etc/os-release/../os-release"), Mode: fs.ModeSymlink | 0o777}
+	m["opt/nothing"] = &File{Data: []byte(""), Mode: fs.ModeSymlink | 0o777}
+	for _, name := range []string{"opt/viafile", "opt/nothing"} {
+		t.Run(name, func(t *testing.T) {
+			_, err := m.Stat(name)
+			require.ErrorIs(t, err, fs.ErrNotExist)
+			_, err = m.Open(name)
+			require.ErrorIs(t, err, fs.ErrNotExist)
+			info, err := m.Lstat(name)
+			require.NoError(t, err)
+			assert.Equal(t, fs.ModeSymlink, info.Mode().Type())
+		})
+	}
+}

@@ -103,6 +103,9 @@ func Resolve(fsys fs.FS, name string) (string, fs.FileInfo, error) {
 		if err != nil {
 			return "", nil, err
 		}
+		if link == "" {
+			return "", nil, fmt.Errorf("symbolic link /%s has an empty target: %w", next, fs.ErrNotExist)
+		}
 		if strings.HasPrefix(link, "/") {
 			done = ""
 		}
