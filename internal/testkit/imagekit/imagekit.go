@@ -14,8 +14,8 @@ import (
 	"io"
 	"os"
 	"path"
-	"sort"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
