@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -136,26 +137,19 @@ func start(args, env []string, stdout, stderr io.Writer) error {
 		log.Warn().Msg(cfg.LevelWarning)
 	}
 
-	// PID 1 gets no default signal handling: catch TERM, INT and HUP while
-	// admission runs, unless they were ignored when we started (then Flink
-	// would have inherited them ignored, and so it still will).
-	var sigs []os.Signal
-	for _, s := range []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
-		if !signal.Ignored(s) {
-			sigs = append(sigs, s)
-		}
-	}
-	ctx, stop := admissionContext(cfg, sigs)
+	sigs := catchSignals()
+	ctx, stop := admissionContext(cfg.Timeout, sigs.caught)
 	v, err := admit.Check(ctx, request(cfg))
-	stop()
+	if sig := stop(); sig != nil {
+		err = sig // arrived as the check finished: still nothing is started
+	}
 
 	name := string(role)
 	var sig *admit.Interrupted
 	var late *admit.TimeoutError
 	switch {
 	case errors.As(err, &sig):
-		log.Error().Str("signal", sig.Signal.String()).Msgf("received %s during admission; nothing was started", sig.Signal)
-		return &toldError{err}
+		return interrupted(log, sig)
 	case errors.As(err, &late):
 		msg := timedOut(name, cfg, late)
 		fmt.Fprintln(stderr, msg)
@@ -173,27 +167,75 @@ func start(args, env []string, stdout, stderr io.Writer) error {
 		return &toldError{err}
 	}
 	log.Info().Msg(report.Admitted(name, v.Decision))
-	return exec.Handoff(cfg.Original, args, env, sigs...)
+	if sig := sigs.pending(); sig != nil {
+		return interrupted(log, sig)
+	}
+	return exec.Handoff(cfg.Original, args, env, sigs.handled...)
+}
+
+// signals are TERM, INT and HUP, caught from before admission until the
+// hand-off resets them. PID 1 gets no default signal handling, so an
+// uncaught TERM would be lost; a signal ignored when we started stays
+// ignored (Flink would have inherited it ignored, and so it still will).
+type signals struct {
+	handled []os.Signal
+	caught  chan os.Signal
+}
+
+func catchSignals() *signals {
+	s := &signals{caught: make(chan os.Signal, 1)}
+	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
+		if !signal.Ignored(sig) {
+			s.handled = append(s.handled, sig)
+		}
+	}
+	if len(s.handled) > 0 { // Notify with no signals would relay every signal
+		signal.Notify(s.caught, s.handled...)
+	}
+	return s
+}
+
+// pending returns a signal caught since admission and not yet acted on.
+func (s *signals) pending() *admit.Interrupted {
+	select {
+	case sig := <-s.caught:
+		return &admit.Interrupted{Signal: sig}
+	default:
+		return nil
+	}
+}
+
+func interrupted(log zerolog.Logger, sig *admit.Interrupted) error {
+	log.Error().Str("signal", sig.Signal.String()).Msgf("received %s during admission; nothing was started", sig.Signal)
+	return &toldError{sig}
 }
 
 // admissionContext ends at the admission deadline, or with an
-// *admit.Interrupted cause when one of sigs arrives first. stop releases
-// it; the signals stay caught until the hand-off resets them.
-func admissionContext(cfg config.Config, sigs []os.Signal) (context.Context, context.CancelFunc) {
+// *admit.Interrupted cause when a signal arrives on caught first. stop
+// ends it and returns the interruption, if one came; a signal it did not
+// take stays on caught.
+func admissionContext(timeout time.Duration, caught <-chan os.Signal) (context.Context, func() *admit.Interrupted) {
 	parent, interrupt := context.WithCancelCause(context.Background())
-	ctx, cancel := context.WithTimeout(parent, cfg.Timeout)
-	caught := make(chan os.Signal, 1)
-	if len(sigs) > 0 { // Notify with no signals would relay every signal
-		signal.Notify(caught, sigs...)
-	}
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	watched := make(chan struct{})
 	go func() {
+		defer close(watched)
 		select {
 		case s := <-caught:
 			interrupt(&admit.Interrupted{Signal: s})
 		case <-ctx.Done():
 		}
 	}()
-	return ctx, func() { cancel(); interrupt(nil) }
+	return ctx, func() *admit.Interrupted {
+		cancel()
+		<-watched
+		interrupt(nil)
+		var sig *admit.Interrupted
+		if errors.As(context.Cause(parent), &sig) {
+			return sig
+		}
+		return nil
+	}
 }
 
 // timedOut says what was still being read when the deadline passed.

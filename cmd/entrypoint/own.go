@@ -66,7 +66,7 @@ func check(env []string, asJSON bool, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	ctx, stop := admissionContext(cfg, nil)
+	ctx, stop := admissionContext(cfg.Timeout, nil)
 	defer stop()
 	v, err := admit.Check(ctx, request(cfg))
 	var late *admit.TimeoutError

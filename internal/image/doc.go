@@ -5,13 +5,18 @@
 // without running it, and it bakes StreamFusion images by appending one
 // layer.
 //
-// Verify and Bake read each layer once, front to back, into layer facts
+// Verify and Bake read each layer front to back into layer facts
 // (facts.go): directories with their owners, links, whiteouts, small files
 // such as JDK release files, and for every file below lib, usrlib and
 // plugins what payload.Read learned from it (the JAR itself is read from a
 // buffer or an unlinked spool file and dropped). The facts of all layers
 // are merged top to bottom into a file system of stand-ins that host.Gather
-// reads, answering JAR reads from the facts. Memory does not grow with the
+// reads, answering JAR reads from the facts. Links decide what a container
+// reads and are known only once the layers are merged: when they lead
+// outside what was kept (FLINK_HOME behind a link, a lib JAR linked into
+// opt, Flink's config behind a link), the layers are read again keeping
+// their targets (widen.go, at most three readings; most images need one).
+// Directories a tar does not list are implied. Memory does not grow with the
 // size of layers or JARs. A layer's facts are cached by diff ID (and the
 // format version and the directories asked for) in layercache; they are
 // stored only after the layer's bytes were hashed and matched its diff ID,
