@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
@@ -106,7 +107,7 @@ func inspect(paths []string, asJSON bool, stdout io.Writer) error {
 		}
 		jars = append(jars, report.Shown{Path: abs, As: abs})
 	}
-	bad, err := report.InspectAll(stdout, jars, asJSON)
+	bad, err := report.InspectAll(stdout, os.DirFS("/"), jars, asJSON)
 	if err != nil || !bad {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"os"
 
 	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/report"
@@ -37,7 +38,7 @@ func (o *inspectOptions) run(c *cobra.Command, env, args []string) error {
 	for _, r := range rs {
 		jars = append(jars, report.Shown{Path: mustAbs(r.Path), As: r.Arg})
 	}
-	bad, err := report.InspectAll(c.OutOrStdout(), jars, o.JSON)
+	bad, err := report.InspectAll(c.OutOrStdout(), os.DirFS("/"), jars, o.JSON)
 	if err != nil {
 		return err
 	}

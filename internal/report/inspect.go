@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
@@ -25,10 +24,9 @@ type Inspected struct {
 // show it (what the user named it by).
 type Shown struct{ Path, As string }
 
-// InspectAll inspects each JAR on the machine's root and writes the result,
-// as JSON or a line each. bad is set when one would fail admission.
-func InspectAll(w io.Writer, jars []Shown, asJSON bool) (bad bool, err error) {
-	root := os.DirFS("/")
+// InspectAll inspects each JAR in root (the machine's "/") and writes the
+// result, as JSON or a line each. bad is set when one would fail admission.
+func InspectAll(w io.Writer, root fs.FS, jars []Shown, asJSON bool) (bad bool, err error) {
 	out := make([]Inspected, 0, len(jars))
 	for _, j := range jars {
 		in, b := Inspect(root, strings.TrimPrefix(j.Path, "/"), j.As)

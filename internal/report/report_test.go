@@ -212,7 +212,7 @@ func TestInspectAll(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			var text, js bytes.Buffer
-			bad, err := InspectAll(&text, tc.jars, false)
+			bad, err := InspectAll(&text, os.DirFS("/"), tc.jars, false)
 			require.NoError(t, err)
 			assert.Equal(t, tc.bad, bad)
 			at := 0
@@ -221,7 +221,7 @@ func TestInspectAll(t *testing.T) {
 				require.GreaterOrEqual(t, i, 0, "%q after offset %d in %q", w, at, text.String())
 				at += i + len(w)
 			}
-			bad, err = InspectAll(&js, tc.jars, true)
+			bad, err = InspectAll(&js, os.DirFS("/"), tc.jars, true)
 			require.NoError(t, err)
 			assert.Equal(t, tc.bad, bad)
 			var got []Inspected
