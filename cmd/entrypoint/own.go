@@ -45,7 +45,7 @@ func own(args, env []string, stdout, stderr io.Writer) error {
 		return check(env, *asJSON, stdout, stderr)
 	case "inspect":
 		if fs.NArg() == 0 {
-			return &usageError{errors.New("usage: streamfusion inspect [--json] JAR...")}
+			return &usageError{errors.New("inspect needs at least one JAR: streamfusion inspect [--json] JAR")}
 		}
 		return inspect(fs.Args(), *asJSON, stdout)
 	case "rules":
@@ -67,9 +67,9 @@ func check(env []string, asJSON bool, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	ctx, stop := admissionContext(cfg.Timeout, nil)
-	defer stop()
+	ctx, stop := admissionContext(cfg.Timeout, nil) // no signals caught: an interactive command
 	v, err := admit.Check(ctx, request(cfg))
+	_ = stop()
 	var late *admit.TimeoutError
 	if errors.As(err, &late) {
 		fmt.Fprintln(stderr, "streamfusion: ERROR", timedOut("check", cfg, late))
