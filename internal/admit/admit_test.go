@@ -110,7 +110,9 @@ func TestCheckReturnsAtTheDeadlineWhileAReadHangs(t *testing.T) {
 	var late *TimeoutError
 	require.ErrorAs(t, err, &late)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Equal(t, []string{"/" + testkit.LibDir + "/flink-dist-2.2.1.jar"}, late.Reading, "the timeout names the file being read")
+	// The hung file is named; another reader may be inside another file
+	// at that moment (host reads with two workers).
+	assert.Contains(t, late.Reading, "/"+testkit.LibDir+"/flink-dist-2.2.1.jar", "the timeout names the file being read")
 }
 
 func TestCheckReturnsTheInterruptingSignal(t *testing.T) {
