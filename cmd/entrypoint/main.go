@@ -138,11 +138,7 @@ func start(args, env []string, stdout, stderr io.Writer) error {
 	}
 
 	sigs := catchSignals()
-	ctx, stop := admissionContext(cfg.Timeout, sigs.caught)
-	v, err := admit.Check(ctx, request(cfg))
-	if sig := stop(); sig != nil {
-		err = sig // arrived as the check finished: still nothing is started
-	}
+	v, err := checkHere(cfg, sigs.caught)
 
 	name := string(role)
 	var sig *admit.Interrupted
@@ -236,6 +232,18 @@ func admissionContext(timeout time.Duration, caught <-chan os.Signal) (context.C
 		}
 		return nil
 	}
+}
+
+// checkHere checks this host within the admission deadline, stopped by a
+// signal on caught (nil: none), even one that arrives as the check
+// finishes.
+func checkHere(cfg config.Config, caught <-chan os.Signal) (*admit.Verdict, error) {
+	ctx, stop := admissionContext(cfg.Timeout, caught)
+	v, err := admit.Check(ctx, request(cfg))
+	if sig := stop(); sig != nil {
+		return nil, sig
+	}
+	return v, err
 }
 
 // timedOut says what was still being read when the deadline passed.

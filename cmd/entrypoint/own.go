@@ -67,9 +67,7 @@ func check(env []string, asJSON bool, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	ctx, stop := admissionContext(cfg.Timeout, nil) // no signals caught: an interactive command
-	v, err := admit.Check(ctx, request(cfg))
-	_ = stop()
+	v, err := checkHere(cfg, nil) // no signals caught: an interactive command
 	var late *admit.TimeoutError
 	if errors.As(err, &late) {
 		fmt.Fprintln(stderr, "streamfusion: ERROR", timedOut("check", cfg, late))
