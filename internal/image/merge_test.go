@@ -148,12 +148,15 @@ func TestReadingsFollowLinks(t *testing.T) {
 		env      []string
 		extra    []imagekit.Entry
 		readings int
+		broken   int // classpath JARs that do not read (dangling links)
 	}{
-		{"plain", nil, nil, 1},
-		{"FLINK_HOME behind a link", []string{"FLINK_HOME=/opt/current"}, []imagekit.Entry{{Name: "opt/current", Link: "flink"}}, 2},
-		{"a lib JAR linked to a missing file in a directory", nil, []imagekit.Entry{{Name: "opt/flink/lib/gone.jar", Link: "../conf/gone.jar"}}, 2},
-		{"a lib JAR linked into a missing directory", nil, []imagekit.Entry{{Name: "opt/flink/lib/gone.jar", Link: "../nowhere/gone.jar"}}, 1},
-		{"config behind a link to an empty mount point", nil, []imagekit.Entry{{Name: "opt/flink/conf", Link: "/etc/flink"}}, 1},
+		{"plain", nil, nil, 1, 0},
+		{"FLINK_HOME behind a link", []string{"FLINK_HOME=/opt/current"}, []imagekit.Entry{{Name: "opt/current", Link: "flink"}}, 2, 0},
+		{"a lib JAR linked to a missing file in a directory", nil, []imagekit.Entry{{Name: "opt/flink/lib/gone.jar", Link: "../conf/gone.jar"}}, 2, 1},
+		{"FLINK_HOME behind a link, and a lib JAR linked to conf", []string{"FLINK_HOME=/opt/current"},
+			[]imagekit.Entry{{Name: "opt/current", Link: "flink"}, {Name: "opt/flink/lib/x.jar", Link: "../conf/x.jar"}, {Name: "opt/flink/conf/x.jar", Data: testkit.Extension("avro", "2.2", "0.1.0").Bytes()}}, 2, 0},
+		{"a lib JAR linked into a missing directory", nil, []imagekit.Entry{{Name: "opt/flink/lib/gone.jar", Link: "../nowhere/gone.jar"}}, 1, 1},
+		{"config behind a link to an empty mount point", nil, []imagekit.Entry{{Name: "opt/flink/conf", Link: "/etc/flink"}}, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -171,6 +174,13 @@ func TestReadingsFollowLinks(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.readings*len(layers), finished)
 			assert.NotEmpty(t, res.Facts.Classpath)
+			broken := 0
+			for _, j := range res.Facts.Classpath {
+				if j.Err != nil {
+					broken++
+				}
+			}
+			assert.Equal(t, tc.broken, broken, "JARs that do not read")
 		})
 	}
 }

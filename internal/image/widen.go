@@ -66,11 +66,11 @@ func (s *selection) widen(v *view) *selection {
 		}
 	}
 	for name, f := range v.fsys {
-		if f.Mode&fs.ModeSymlink == 0 || !strings.HasSuffix(name, ".jar") || !s.inDirs(name) {
+		if f.Mode&fs.ModeSymlink == 0 || !strings.HasSuffix(name, ".jar") || !wider.inDirs(name) {
 			continue
 		}
 		var dangling *rootfs.DanglingError
-		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && dangling.Missing == dangling.Target && !wider.jars[dangling.Target] && !s.inDirs(dangling.Target) {
+		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && dangling.Missing == dangling.Target && !wider.jars[dangling.Target] && !wider.inDirs(dangling.Target) {
 			wider.jars[dangling.Target] = true
 			grew = true
 		}
