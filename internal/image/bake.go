@@ -125,11 +125,11 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c)
-	facts, err := opt.Read.readAll(ctx, base, sel)
+	facts, baseView, err := opt.Read.readAll(ctx, base, sel)
 	if err != nil {
 		return nil, nil, err
 	}
-	layer, err := bakeLayer(merge(facts), c.LibDir, opt)
+	layer, err := bakeLayer(baseView, c.LibDir, opt)
 	if err != nil {
 		return nil, nil, err
 	}

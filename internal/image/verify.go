@@ -178,11 +178,11 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c)
-	facts, err := o.readAll(ctx, img, sel)
+	_, v, err := o.readAll(ctx, img, sel)
 	if err != nil {
 		return nil, err
 	}
-	return decide(ctx, cfg, c, merge(facts))
+	return decide(ctx, cfg, c, v)
 }
 
 // decide runs the entrypoint's own check on a merged view, with the

@@ -16,22 +16,27 @@ import (
 // maxReadings bounds how often one verdict reads an image's layers.
 const maxReadings = 3
 
-// readAll reads img's layers into facts. The first reading keeps what the
+// readAll reads img's layers into facts, and returns them with their
+// merged view. The first reading keeps what the
 // configured payload directories hold. Links decide what a container
 // really reads, and they are known only once the layers are merged: when
 // the merged view shows a payload directory reached through a link
 // (/opt/flink -> /opt/flink-2.2.1) or a JAR in one that links outside
 // (lib/x.jar -> ../opt/x.jar), the layers are read again keeping that too.
 // Images without such links are read once; the cache keeps each reading.
-func (o VerifyOptions) readAll(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, error) {
+func (o VerifyOptions) readAll(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, *view, error) {
 	for reading := 1; ; reading++ {
 		facts, err := o.readFacts(ctx, img, sel)
-		if err != nil || reading == maxReadings {
-			return facts, err
+		if err != nil {
+			return nil, nil, err
 		}
-		wider := sel.widen(merge(facts))
+		v := merge(facts)
+		if reading == maxReadings {
+			return facts, v, nil
+		}
+		wider := sel.widen(v)
 		if wider == nil {
-			return facts, nil
+			return facts, v, nil
 		}
 		sel = wider
 	}
