@@ -118,6 +118,12 @@ type view struct {
 	scala   []*payload.JAR // flink-table-planner_2.1x
 	dists   []*payload.JAR
 
+	// stock is the identity of every other Flink JAR on the classpath
+	// (connectors, formats, in-tree modules, integrations), in order;
+	// flink-dist and the planners are the host rules' to judge.
+	stock   []*Stock
+	stockOf map[string]*Stock // by path, the host's own JARs included
+
 	thePlanner *payload.JAR // the one readable planner JAR, if exactly one
 	flink      string       // its version
 	release    *Release     // nil when unknown
@@ -146,7 +152,7 @@ func IsDist(name string) bool {
 }
 
 func newView(f *Facts) *view {
-	v := &view{Facts: f, byPath: map[string]*Identity{}, jars: make(map[string]*payload.JAR, len(f.Classpath))}
+	v := &view{Facts: f, byPath: map[string]*Identity{}, jars: make(map[string]*payload.JAR, len(f.Classpath)), stockOf: map[string]*Stock{}}
 	for _, j := range f.Classpath {
 		v.jars[j.Path] = j
 		name := path.Base(j.Path)
@@ -161,6 +167,11 @@ func newView(f *Facts) *view {
 		if id := Identify(j); id != nil {
 			v.ids = append(v.ids, id)
 			v.byPath[j.Path] = id
+		} else if s := IdentifyStock(j); s != nil {
+			v.stockOf[j.Path] = s
+			if !isPlannerLoader(name) && !isPlannerScala(name) && !IsDist(name) {
+				v.stock = append(v.stock, s)
+			}
 		}
 	}
 	if all := append(append([]*payload.JAR(nil), v.planner...), v.scala...); len(all) == 1 && all[0].Err == nil {
@@ -240,7 +251,8 @@ func Decide(f *Facts) *Decision {
 	var warnings []Finding
 	for _, r := range Rules {
 		for _, fd := range r.check(v) {
-			fd.Rule, fd.Severity = r.ID, r.Severity
+			// A rule of two severities sets the milder one on its finding.
+			fd.Rule, fd.Severity = r.ID, cmp.Or(fd.Severity, r.Severity)
 			if fd.Severity == Warning && f.Strict {
 				fd.Severity, fd.Strict = Error, true
 			}

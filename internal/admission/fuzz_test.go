@@ -89,3 +89,62 @@ func leadingDigits(s string) string {
 	}
 	return s[:i]
 }
+
+// FuzzParseStockVersion holds the two shapes of the contract's section 7:
+// an accepted version is rebuilt from its parts, its numbers are digits,
+// and a module's line is its release's major.minor.
+func FuzzParseStockVersion(f *testing.F) {
+	for _, s := range []string{"3.2.0-1.18", "5.0.0-2.2", "2.2.0", "1.18.1", "1.17-vvr-8.0.4", "3.3.0-1.19-SNAPSHOT", "", "2.2", "0.0.0-0.0", "-", "1..1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, ok := ParseStockVersion(s)
+		if !ok {
+			if v != (StockVersion{}) {
+				t.Fatalf("refused %q but returned %+v", s, v)
+			}
+			return
+		}
+		rebuilt := v.Own
+		if v.Connector {
+			rebuilt += "-" + v.Line
+		}
+		if rebuilt != s {
+			t.Fatalf("ParseStockVersion(%q) = %+v, which rebuilds %q", s, v, rebuilt)
+		}
+		if strings.Trim(v.Own+v.Line, "0123456789.") != "" || strings.Count(v.Own, ".") != 2 || strings.Count(v.Line, ".") != 1 {
+			t.Fatalf("ParseStockVersion(%q) = %+v: not numbers of the documented shape", s, v)
+		}
+		if !v.Connector && !strings.HasPrefix(v.Own, v.Line+".") {
+			t.Fatalf("module %q: line %q is not its release's major.minor", s, v.Line)
+		}
+	})
+}
+
+// FuzzIdentifyStock: any manifest and file name give a stock identity or
+// none, never a panic; an identity always has a line of the documented
+// shape and names its JAR.
+func FuzzIdentifyStock(f *testing.F) {
+	f.Add("flink-connector-kafka-3.2.0-1.18.jar", []byte("Manifest-Version: 1.0\nImplementation-Title: Flink : Connectors : Kafka\nImplementation-Version: 3.2.0-1.18\nImplementation-Vendor-Id: org.apache.flink\n"))
+	f.Add("json.jar", []byte("Manifest-Version: 1.0\nImplementation-Title: Flink : Formats : Json\nImplementation-Version: 2.2.0\nImplementation-Vendor-Id: org.apache.flink\n"))
+	f.Add("paimon.jar", []byte("Manifest-Version: 1.0\nImplementation-Title: Paimon : Flink : 1.18\nImplementation-Version: 0.8.2\n"))
+	f.Add("iceberg-flink-runtime-1.18-1.5.2.jar", []byte("Manifest-Version: 1.0\n"))
+	f.Add("flink-sql-connector-kafka-5.0.0-2.2.jar", []byte(""))
+	f.Fuzz(func(t *testing.T, name string, mf []byte) {
+		m, err := payload.ParseManifest(bytes.NewReader(mf))
+		if err != nil {
+			return
+		}
+		p := "/opt/flink/lib/" + strings.ReplaceAll(name, "/", "_")
+		s := IdentifyStock(&payload.JAR{Path: p, Manifest: &m})
+		if s == nil {
+			return
+		}
+		if !isLine(s.Line) || s.Path != p || s.Kind == "" || s.Artifact == "" || s.Name == "" {
+			t.Fatalf("identity %+v of %q", s, p)
+		}
+		if s.Kind == StockModule && !strings.HasPrefix(s.Release, s.Line+".") {
+			t.Fatalf("module %+v: release and line disagree", s)
+		}
+	})
+}

@@ -61,10 +61,13 @@ var Rules = []Rule{
 	{"layout-usrlib", Error, "A job JAR in usrlib bundles StreamFusion content.", layoutUsrlib},
 	{"layout-logging", Error, "A StreamFusion payload bundles logging API classes (org/slf4j/).", layoutLogging},
 	{"layout-paimon-order", Error, "streamfusion-paimon comes after a paimon-flink-* JAR on the classpath; Paimon takes the first format factory it finds.", layoutPaimon},
+	{"stock-line", Error, "A stock connector or integration is built for another Flink line: an error when the major differs or a payload's StreamFusion-Stock-Requires names it, a warning otherwise.", stockLine},
+	{"stock-release", Error, "An in-tree Flink module (flink-json, flink-avro, ...) is of another Flink release than the host's: an error for another minor, a warning for another patch.", stockRelease},
+	{"stock-duplicate", Error, "The same stock connector, module or integration is in lib more than once, whatever the versions.", stockDuplicate},
 	{"layout-unreadable-jar", Error, "A *.jar is not a regular file or not a readable ZIP archive, or a directory below lib cannot be listed.", layoutUnreadable},
 	{"line-experimental", Warning, "The host runs the experimental Flink 1.18 line.", lineExperimental},
 	{"requires-missing", Warning, "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", requiresMissing},
-	{"stock-requires-missing", Warning, "A stock JAR named in StreamFusion-Stock-Requires is not in lib.", stockMissing},
+	{"stock-requires-missing", Warning, "No JAR of the host's Flink line in lib satisfies a prefix of StreamFusion-Stock-Requires.", stockMissing},
 	{"plugins-payload", Warning, "A StreamFusion payload sits in plugins/, where it loads in isolation and never accelerates.", pluginsPayload},
 }
 
@@ -617,23 +620,6 @@ func requiresMissing(v *view) []Finding {
 			if id.Valid() && !have[r] {
 				out = append(out, Finding{Path: id.Path, Message: name(id) + " requires a module that is not installed; its operators fall back to stock Flink",
 					Found: "no " + r + " in lib", Required: r + " " + id.Version, Fix: "install " + coordinates(r, id.Line, id.Version)})
-			}
-		}
-	}
-	return out
-}
-
-func stockMissing(v *view) []Finding {
-	var out []Finding
-	for _, id := range v.ids {
-		for _, prefix := range id.Stock {
-			found := false
-			for _, j := range v.Classpath {
-				found = found || strings.HasPrefix(path.Base(j.Path), prefix)
-			}
-			if id.Valid() && !found {
-				out = append(out, Finding{Path: id.Path, Message: name(id) + " needs a stock Flink JAR that is not in lib",
-					Found: "no " + prefix + "*.jar", Required: prefix + "*.jar in lib", Fix: "install the Flink " + prefix + " JAR for the host's Flink release into lib"})
 			}
 		}
 	}

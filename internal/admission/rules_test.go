@@ -56,6 +56,11 @@ func put(m fstest.MapFS, name string, data []byte) fstest.MapFS {
 	return m
 }
 
+// stockJAR is a Flink JAR whose manifest says what the real ones say.
+func stockJAR(title, version string) []byte {
+	return testkit.JAR(testkit.Manifest("Implementation-Title", "Flink : "+title, "Implementation-Version", version, "Implementation-Vendor-Id", "org.apache.flink"))
+}
+
 func libFile(name string) string { return testkit.LibDir + "/" + name }
 
 func ext(name string, mod func(*testkit.Payload)) testkit.Payload {
@@ -229,6 +234,22 @@ var cases = []ruleCase{
 	}, admit: func() fstest.MapFS {
 		m := testkit.Good("2.2.1").With(testkit.Placed{Name: "00-streamfusion-paimon-0.1.0.jar", Payload: testkit.Extension("paimon", "2.2", "0.1.0")}).MapFS()
 		return put(m, libFile("paimon-flink-2.2-1.3.0.jar"), testkit.JAR(testkit.Manifest("Implementation-Title", "paimon-flink")))
+	}},
+	{name: "connector of line 1.18", rule: "stock-line", root: func() fstest.MapFS {
+		return put(good(), libFile("flink-connector-kafka-3.2.0-1.18.jar"), stockJAR("Connectors : Kafka", "3.2.0-1.18"))
+	}, admit: func() fstest.MapFS {
+		return put(good(), libFile("flink-connector-kafka-3.2.0-1.18.jar"), stockJAR("Connectors : Kafka", "5.0.0-2.2"))
+	}},
+	{name: "format of Flink 1.18.1", rule: "stock-release", root: func() fstest.MapFS {
+		return put(good(), libFile("flink-avro-1.18.1.jar"), stockJAR("Formats : Avro", "1.18.1"))
+	}, admit: func() fstest.MapFS {
+		return put(good(), libFile("flink-avro-2.2.1.jar"), stockJAR("Formats : Avro", "2.2.1"))
+	}},
+	{name: "connector twice", rule: "stock-duplicate", root: func() fstest.MapFS {
+		m := put(good(), libFile("flink-connector-kafka-5.0.0-2.2.jar"), stockJAR("Connectors : Kafka", "5.0.0-2.2"))
+		return put(m, libFile("kafka.jar"), stockJAR("Connectors : Kafka", "5.0.0-2.2"))
+	}, admit: func() fstest.MapFS {
+		return put(good(), libFile("kafka.jar"), stockJAR("Connectors : Kafka", "5.0.0-2.2"))
 	}},
 	{name: "not a ZIP", rule: "layout-unreadable-jar", root: func() fstest.MapFS {
 		return put(good(), libFile("broken.jar"), []byte("<html>404 Not Found</html>"))
