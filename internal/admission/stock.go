@@ -350,7 +350,11 @@ func stockDuplicate(v *view) []Finding {
 		if keep != "" {
 			fix = "keep " + keep + " and remove the others"
 		}
-		out = append(out, Finding{Path: ss[1].Path, Message: cmp.Or(ss[0].Artifact, ss[0].Name) + " is installed more than once; the first on the classpath wins, class by class",
+		what := ss[0].Artifact
+		if ss[0].Kind == StockIntegration {
+			what = ss[0].Name // paimon-flink, whatever the lines
+		}
+		out = append(out, Finding{Path: ss[1].Path, Message: what + " is installed more than once; the first on the classpath wins, class by class",
 			Found: strings.Join(all, ", "), Required: "each connector or module once", Fix: fix})
 	}
 	return out

@@ -69,9 +69,10 @@ func realLib(t *testing.T, version string) map[string]string {
 // often link lib JARs from opt/) plus StreamFusion payloads from the kit.
 type layout struct {
 	flink   string
-	planner []string // "loader" (the distribution's own), "scala" (Maven: the PyPI distribution lacks it)
-	dist    string   // take flink-dist from this other real release ("" = the same)
-	kafka   string   // a stock connector release (Maven: no distribution ships it), or ""
+	planner []string    // "loader" (the distribution's own), "scala" (Maven: the PyPI distribution lacks it)
+	dist    string      // take flink-dist from this other real release ("" = the same)
+	kafka   string      // a stock connector release (Maven: no distribution ships it), or ""
+	extra   [][2]string // more JARs for lib: the name to link and the real file
 	sf      []testkit.Placed
 }
 
@@ -105,6 +106,9 @@ func (l layout) build(t *testing.T) string {
 	}
 	if l.kafka != "" {
 		link("flink-connector-kafka-"+l.kafka+".jar", jarPath(t, "flink-connector-kafka", l.kafka))
+	}
+	for _, e := range l.extra {
+		link(e[0], e[1])
 	}
 	for _, p := range l.sf {
 		require.NoError(t, os.WriteFile(filepath.Join(lib, p.Name), p.Payload.Bytes(), 0o644))
