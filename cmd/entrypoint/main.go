@@ -25,6 +25,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/roles"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
 
 // version is stamped at build time (-ldflags -X main.version=...).
@@ -251,9 +252,11 @@ func timedOut(name string, cfg config.Config, late *admit.TimeoutError) string {
 	return fmt.Sprintf("StreamFusion admission of %s did not finish within %s (STREAMFUSION_ADMISSION_TIMEOUT); still reading: %s", name, cfg.Timeout, strings.Join(late.Reading, ", "))
 }
 
-// request is what the entrypoint checks: this host, from "/".
+// request is what the entrypoint checks: this host, from "/" (rootfs.Host:
+// os.DirFS("/") without its per-file poller calls, each directory looked up
+// once).
 func request(cfg config.Config) admit.Request {
-	return admit.Request{Root: os.DirFS("/"), Settings: settings(cfg), Progress: &host.Progress{}}
+	return admit.Request{Root: rootfs.Host(), Settings: settings(cfg), Progress: &host.Progress{}}
 }
 
 func settings(cfg config.Config) host.Settings {

@@ -2,14 +2,18 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
@@ -116,4 +120,39 @@ func TestGatherOrdersByTheImageLocale(t *testing.T) {
 	}
 	assert.Equal(t, []string{"streamfusioncore.jar", "streamfusion-csv.jar", "flink-dist-2.2.1.jar", "zz/flink-dist-extras.jar"}, order("en_US.UTF-8"))
 	assert.Equal(t, []string{"streamfusion-csv.jar", "streamfusioncore.jar", "flink-dist-2.2.1.jar", "zz/flink-dist-extras.jar"}, order("C.UTF-8"))
+}
+
+// The entrypoint reads "/" through rootfs.Host: the facts it gathers are
+// those os.DirFS("/") gives, on a layout with links, a broken JAR and a
+// FIFO in lib.
+func TestGatherThroughHostAsThroughDirFS(t *testing.T) {
+	t.Parallel()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	d := testkit.Good("2.2.1")
+	require.NoError(t, d.Write(dir))
+	lib := filepath.Join(dir, testkit.LibDir)
+	require.NoError(t, os.WriteFile(filepath.Join(lib, "broken.jar"), []byte("<html>"), 0o644))
+	require.NoError(t, os.Symlink("flink-dist-2.2.1.jar", filepath.Join(lib, "zz-link.jar")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(lib, "fifo.jar"), 0o644))
+	s := Settings{LibDir: dir + "/" + testkit.LibDir, JavaHome: dir + "/" + testkit.JavaHome, OS: "linux", Arch: "x86_64"}
+	want, err := Gather(context.Background(), os.DirFS("/"), s, nil)
+	require.NoError(t, err)
+	got, err := Gather(context.Background(), rootfs.Host(), s, nil)
+	require.NoError(t, err)
+	require.Len(t, got.Classpath, len(want.Classpath))
+	for i := range want.Classpath {
+		w, g := want.Classpath[i], got.Classpath[i]
+		assert.Equal(t, w.Path, g.Path)
+		assert.Equal(t, w.Target, g.Target)
+		assert.Equal(t, w.Size, g.Size)
+		assert.Equal(t, w.Entries, g.Entries)
+		assert.Equal(t, w.Manifest, g.Manifest)
+		assert.Equal(t, fmt.Sprint(w.Err), fmt.Sprint(g.Err), w.Path)
+		assert.Equal(t, w.Nested != nil, g.Nested != nil)
+	}
+	assert.Equal(t, want.JDK, got.JDK)
+	assert.Equal(t, want.Platform, got.Platform)
+	require.NotEmpty(t, admission.Decide(want).Findings, "the broken JAR and the FIFO are found")
+	assert.Equal(t, admission.Decide(want).Findings, admission.Decide(got).Findings)
 }
