@@ -83,7 +83,7 @@ lint:
 # minimisation that overruns the run's end is reported as a failure: count it.
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
-	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/admission:FuzzParseStockVersion internal/admission:FuzzIdentifyStock internal/roles:FuzzClassify internal/image:FuzzScanLayer \
+	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/admission:FuzzParseStockVersion internal/admission:FuzzIdentifyStock internal/admission:FuzzAttributeSyntax internal/roles:FuzzClassify internal/image:FuzzScanLayer \
 	internal/deploy:FuzzParse internal/webhook:FuzzValidate
 # scripts/fuzz tries a run once more only when Go's coordinator failed it at
 # the deadline with no input written (golang/go#75804, Go 1.26).

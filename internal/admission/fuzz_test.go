@@ -148,3 +148,66 @@ func FuzzIdentifyStock(f *testing.F) {
 		}
 	})
 }
+
+// FuzzAttributeSyntax: the hand-written syntax checks accept exactly what
+// the patterns they replace accept (the patterns are the oracle, here only).
+func FuzzAttributeSyntax(f *testing.F) {
+	for _, s := range []string{"streamfusion-kafka", "streamfusion-avro-confluent-registry", "streamfusion--x", "0.1.0-rc4", "1.2.3+b.1", "1.2.3-", "2.2", "linux-x86_64", "tech.streamfusion", "a_b-c.d", "17.0.15", "1.8.0_392", "21.0.1+12-LTS", "17-ea", "17.", "17.0_", "x"} {
+		f.Add(s)
+	}
+	patterns := map[string]struct {
+		re *regexp.Regexp
+		fn func(string) bool
+	}{
+		"module":   {regexp.MustCompile(`^streamfusion-[a-z0-9]+(-[a-z0-9]+)*$`), isModule},
+		"semver":   {regexp.MustCompile(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`), isSemverShape},
+		"line":     {regexp.MustCompile(`^[0-9]+\.[0-9]+$`), isLineAttr},
+		"build":    {regexp.MustCompile(`^[0-9A-Za-z._-]+$`), isBuildID},
+		"platform": {regexp.MustCompile(`^[a-z]+-[a-z0-9_]+$`), isPlatform},
+	}
+	coord := regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	java := regexp.MustCompile(`^([0-9]+)((?:\.[0-9]+)*)(?:_([0-9]+))?(?:[-+].*)?$`)
+	f.Fuzz(func(t *testing.T, s string) {
+		for name, p := range patterns {
+			if want, got := p.re.MatchString(s), p.fn(s); want != got {
+				t.Fatalf("%s %q: the pattern says %v, the check %v", name, s, want, got)
+			}
+		}
+		g, a, ok := strings.Cut(s, ":")
+		if want := ok && coord.MatchString(g) && coord.MatchString(a); want != isCoordinate(s) {
+			t.Fatalf("coordinate %q: the pattern says %v", s, want)
+		}
+		v := strings.Trim(strings.TrimSpace(s), `"`)
+		if _, err := ParseJava(s); err == nil && (!java.MatchString(v) || len(v) > 64) {
+			t.Fatalf("ParseJava(%q) accepts what the pattern refuses", s)
+		} else if err != nil && java.MatchString(v) && len(v) <= 64 && javaInRange(v) {
+			// a match whose major is 1-999 (the 1.x scheme's second
+			// number) is accepted
+			t.Fatalf("ParseJava(%q) refuses what the pattern accepts: %v", s, err)
+		}
+	})
+}
+
+// javaInRange reports whether a version the Java pattern matches has a
+// major of 1-999: its first number, or its second after a leading 1.
+func javaInRange(v string) bool {
+	// the numbers before any -tag or +build
+	head := v
+	if i := strings.IndexAny(v, "-+"); i >= 0 {
+		head = v[:i]
+	}
+	nums := strings.FieldsFunc(head, func(r rune) bool { return r == '.' || r == '_' })
+	for _, n := range nums {
+		if len(strings.TrimLeft(n, "0")) > 9 {
+			return false
+		}
+	}
+	major, _ := strconv.Atoi(nums[0])
+	if major == 1 {
+		major = 0
+		if len(nums) > 1 {
+			major, _ = strconv.Atoi(nums[1])
+		}
+	}
+	return major >= 1 && major <= 999
+}

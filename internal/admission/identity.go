@@ -3,11 +3,9 @@ package admission
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-version"
@@ -42,20 +40,81 @@ const (
 	KindExtension = "extension"
 )
 
-// The syntax of attribute values, compiled on first use: most starts meet
-// few StreamFusion JARs, and none of these is needed before.
-var (
-	reModule   = lazy(`^streamfusion-[a-z0-9]+(-[a-z0-9]+)*$`)
-	reSemver   = lazy(`^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-	reLine     = lazy(`^[0-9]+\.[0-9]+$`)
-	reBuildID  = lazy(`^[0-9A-Za-z._-]+$`)
-	rePlatform = lazy(`^[a-z]+-[a-z0-9_]+$`)
-	reCoord    = lazy(`^[A-Za-z0-9_.-]+$`)
-)
+// The syntax of attribute values, read by hand rather than by patterns:
+// a start meets them on every StreamFusion JAR, and compiling the patterns
+// cost more than reading the values. Each says which pattern it is.
 
-func lazy(expr string) func() *regexp.Regexp {
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+// isModule is ^streamfusion-[a-z0-9]+(-[a-z0-9]+)*$.
+func isModule(s string) bool {
+	rest, ok := strings.CutPrefix(s, "streamfusion-")
+	if !ok {
+		return false
+	}
+	for _, w := range strings.Split(rest, "-") {
+		if w == "" || !all(w, lowerDigit) {
+			return false
+		}
+	}
+	return true
 }
+
+// isSemverShape is ^[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$.
+func isSemverShape(s string) bool {
+	core, build, hasBuild := strings.Cut(s, "+")
+	if hasBuild && (build == "" || !all(build, semverChar)) {
+		return false
+	}
+	core, pre, hasPre := strings.Cut(core, "-")
+	if hasPre && (pre == "" || !all(pre, semverChar)) {
+		return false
+	}
+	return digitRuns(core, 3)
+}
+
+// isLine is ^[0-9]+\.[0-9]+$.
+func isLineAttr(s string) bool { return digitRuns(s, 2) }
+
+// isBuildID is ^[0-9A-Za-z._-]+$.
+func isBuildID(s string) bool { return s != "" && all(s, coordChar) }
+
+// isPlatform is ^[a-z]+-[a-z0-9_]+$.
+func isPlatform(s string) bool {
+	os, arch, ok := strings.Cut(s, "-")
+	return ok && os != "" && arch != "" && all(os, func(c byte) bool { return c >= 'a' && c <= 'z' }) &&
+		all(arch, func(c byte) bool { return lowerDigit(c) || c == '_' })
+}
+
+// digitRuns reports whether s is n dot-separated runs of digits.
+func digitRuns(s string, n int) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != n {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || !all(p, func(c byte) bool { return c >= '0' && c <= '9' }) {
+			return false
+		}
+	}
+	return true
+}
+
+func all(s string, ok func(byte) bool) bool {
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerDigit(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
+func alnum(c byte) bool { return lowerDigit(c) || c >= 'A' && c <= 'Z' }
+
+func semverChar(c byte) bool { return alnum(c) || c == '.' || c == '-' }
+
+// coordChar is [A-Za-z0-9_.-].
+func coordChar(c byte) bool { return alnum(c) || c == '.' || c == '-' || c == '_' }
 
 // Identity is what a StreamFusion JAR says it is. Fields keep the raw
 // attribute values; Problems lists what is malformed, Incoherent what does
@@ -170,16 +229,16 @@ type attribute struct {
 // attributes is the contract's attribute table, in reading order.
 var attributes = []attribute{
 	{AttrPayload, true, func(id *Identity) any { return &id.Kind }, oneOf(KindLoader, KindCore, KindExtension), "loader, core or extension"},
-	{AttrModule, true, func(id *Identity) any { return &id.Module }, matches(reModule), "streamfusion-<name> in lower case"},
+	{AttrModule, true, func(id *Identity) any { return &id.Module }, isModule, "streamfusion-<name> in lower case"},
 	{AttrArtifact, true, func(id *Identity) any { return &id.Artifact }, isCoordinate, "groupId:artifactId"},
 	{AttrVersion, true, func(id *Identity) any { return &id.Version }, isSemver, "a SemVer release such as 0.1.0 or 0.1.0-rc4"},
-	{AttrLine, true, func(id *Identity) any { return &id.Line }, matches(reLine), "a Flink line such as 2.2 or 1.18"},
+	{AttrLine, true, func(id *Identity) any { return &id.Line }, isLineAttr, "a Flink line such as 2.2 or 1.18"},
 	{AttrJavaRelease, true, func(id *Identity) any { return &id.JavaRelease }, nil, ""},
 	{AttrJavaRuntime, false, func(id *Identity) any { return &id.JavaRuntime }, nil, ""},
-	{AttrBuildID, false, func(id *Identity) any { return &id.BuildID }, matches(reBuildID), "letters, digits, '.', '_' or '-'"},
-	{AttrPlatforms, false, func(id *Identity) any { return &id.Platforms }, matches(rePlatform), "os-arch such as linux-x86_64"},
+	{AttrBuildID, false, func(id *Identity) any { return &id.BuildID }, isBuildID, "letters, digits, '.', '_' or '-'"},
+	{AttrPlatforms, false, func(id *Identity) any { return &id.Platforms }, isPlatform, "os-arch such as linux-x86_64"},
 	{AttrEmbeddedCore, false, func(id *Identity) any { return &id.EmbeddedCore }, nil, ""},
-	{AttrRequires, false, func(id *Identity) any { return &id.Requires }, matches(reModule), "streamfusion-<name>"},
+	{AttrRequires, false, func(id *Identity) any { return &id.Requires }, isModule, "streamfusion-<name>"},
 	{AttrStock, false, func(id *Identity) any { return &id.Stock }, nil, ""},
 }
 
@@ -187,18 +246,17 @@ func oneOf(values ...string) func(string) bool {
 	return func(s string) bool { return slices.Contains(values, s) }
 }
 
-func matches(re func() *regexp.Regexp) func(string) bool {
-	return func(s string) bool { return re().MatchString(s) }
-}
-
 func isSemver(s string) bool {
+	if !isSemverShape(s) {
+		return false
+	}
 	_, err := version.NewSemver(s)
-	return err == nil && reSemver().MatchString(s)
+	return err == nil
 }
 
 func isCoordinate(s string) bool {
 	g, a, ok := strings.Cut(s, ":")
-	return ok && reCoord().MatchString(g) && reCoord().MatchString(a)
+	return ok && g != "" && a != "" && all(g, coordChar) && all(a, coordChar)
 }
 
 // coherence lists how module, artifact, kind and line disagree.

@@ -304,7 +304,7 @@ func stockRelease(v *view) []Finding {
 	if v.release == nil {
 		return nil
 	}
-	host := v.release.Version.Segments()
+	host := strings.Split(v.release.Version, ".")
 	var out []Finding
 	for _, s := range v.stock {
 		if s.Kind != StockModule || s.Release == v.flink {
@@ -314,7 +314,7 @@ func stockRelease(v *view) []Finding {
 			Found: "Flink " + s.Release + " (" + s.Evidence + ")", Required: "Flink " + v.flink + ", the host's",
 			Fix: stockFix(s, v.flink, v.release.Line)}
 		seg := strings.Split(s.Release, ".")
-		if seg[0] == strconv.Itoa(host[0]) && seg[1] == strconv.Itoa(host[1]) {
+		if seg[0] == host[0] && seg[1] == host[1] {
 			f.Severity = Warning // another patch of the same minor
 		}
 		out = append(out, f)
