@@ -30,12 +30,16 @@ type contender struct {
 	rss  []int64
 }
 
+// before is an earlier entrypoint binary to measure alongside, or "".
+var before string
+
 func main() {
 	bin := flag.String("bin", "bin", "directory of the built binaries (entrypoint, bench-minimal, bench-bare, bench-ioreport) and bench-jvm classes")
 	work := flag.String("work", filepath.Join(os.TempDir(), "streamfusion-bench"), "where the realistic libs are written (kept across runs)")
 	runs := flag.Int("runs", 21, "runs of each contender")
 	scales := flag.String("scales", "1,4,16", "entry-count scales to measure")
 	flinkLib := flag.String("flink-lib", "", "a real Flink distribution's lib (scripts/fetch-flink-dist): measured first, its JARs plus the realistic StreamFusion payloads")
+	flag.StringVar(&before, "before", "", "an earlier entrypoint build, measured alongside in the same alternation (before and after in one run)")
 	flag.Parse()
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	b := abs(*bin)
@@ -140,6 +144,10 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 		{name: "minimal reader", argv: []string{filepath.Join(bin, "bench-minimal"), lib, "/bin/true"}, env: env,
 			io: []string{filepath.Join(bin, "bench-minimal"), lib, ioreport}},
 		{name: "bare exec", argv: []string{filepath.Join(bin, "bench-bare"), "/bin/true"}, env: env},
+	}
+	if before != "" {
+		b, _ := filepath.Abs(before)
+		cs = append(cs, &contender{name: "entrypoint before", argv: []string{b, "jobmanager"}, env: cs[0].env})
 	}
 	if withJVM {
 		cs = append(cs, &contender{name: "JVM check", argv: []string{"java", "-Xshare:auto", "-cp", filepath.Join(bin, "bench-jvm"), "JarCheck", lib}, env: append(env, "JAVA_HOME="+os.Getenv("JAVA_HOME"))})

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"runtime/debug"
 	"sync"
 
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
@@ -93,8 +92,8 @@ func (k *known) same(d *directory, e *entry) bool {
 // follows symbolic links within fsys and refuses, without opening them,
 // anything that is not a regular file: FIFOs, sockets, devices, directories
 // reached through a link, dangling links and link loops.
-func Open(fsys fs.FS, name string, opt Options) (j *JAR) {
-	j = &JAR{Path: "/" + name}
+func Open(fsys fs.FS, name string, opt Options) *JAR {
+	j := &JAR{Path: "/" + name}
 	f, target, info, err := rootfs.OpenRegular(fsys, name)
 	if err != nil {
 		j.Err = err
@@ -108,20 +107,6 @@ func Open(fsys fs.FS, name string, opt Options) (j *JAR) {
 	if !ok {
 		j.Err = fmt.Errorf("file system gives no random access to %s", name)
 		return j
-	}
-	if _, mapped := f.(Mapper); mapped {
-		// A mapped file that shrinks while it is read faults (SIGBUS):
-		// make that a panic of this goroutine, and the panic an error.
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if r := recover(); r != nil {
-				var fault interface{ Addr() uintptr }
-				if err, ok := r.(error); !ok || !errors.As(err, &fault) {
-					panic(r)
-				}
-				*j = JAR{Path: j.Path, Target: j.Target, Err: fmt.Errorf("read %s: the file changed while it was read (%v)", name, r)}
-			}
-		}()
 	}
 	j.read(r, info.Size(), opt, 0)
 	return j

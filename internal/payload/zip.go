@@ -202,23 +202,12 @@ type window struct {
 	buf       []byte
 	lo, hi    int
 	next, end int64
-	mapped    bool // buf is the whole directory, mapped: never written, never refilled
-}
-
-// Mapper is a reader that can give its whole content as memory (a mapped
-// file): the directory walk then reads the records in place instead of
-// copying them through a buffer. Mapped returns nil when it cannot.
-type Mapper interface {
-	Mapped() []byte
 }
 
 // fill makes at least n bytes available at buf[lo:], or says why it cannot.
 func (w *window) fill(n int, at int64) error {
 	if w.hi-w.lo >= n {
 		return nil
-	}
-	if w.mapped {
-		return formatErr("central directory record at offset %d runs past the directory's end", at)
 	}
 	if w.lo > 0 {
 		w.hi = copy(w.buf, w.buf[w.lo:w.hi])
@@ -250,18 +239,9 @@ func (w *window) fill(n int, at int64) error {
 // end record is not checked (the JVM counts the records). The name slice
 // is only valid during the call. visit returns false to stop early.
 func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
-	var w window
-	if m, ok := d.r.(Mapper); ok {
-		if data := m.Mapped(); data != nil && d.offset >= 0 && d.offset+d.length <= int64(len(data)) {
-			cd := data[d.offset : d.offset+d.length]
-			w = window{r: d.r, buf: cd, hi: len(cd), next: d.offset + d.length, end: d.offset + d.length, mapped: true}
-		}
-	}
-	if !w.mapped {
-		bp := walkBuffers.Get().(*[]byte)
-		defer walkBuffers.Put(bp)
-		w = window{r: d.r, buf: *bp, next: d.offset, end: d.offset + d.length}
-	}
+	bp := walkBuffers.Get().(*[]byte)
+	defer walkBuffers.Put(bp)
+	w := window{r: d.r, buf: *bp, next: d.offset, end: d.offset + d.length}
 	var e entry
 	for at := d.offset; at < w.end; {
 		if err := w.fill(lenCentral, at); err != nil {
