@@ -99,7 +99,7 @@ func parseManifest(data []byte) (Manifest, error) {
 				return m, nil
 			}
 		}
-		if err := lr.section(func(string, []byte) {}); err != nil {
+		if err := lr.section(nil); err != nil {
 			return Manifest{}, err
 		}
 	}
@@ -169,10 +169,10 @@ func (l *lines) peek() int {
 }
 
 // section reads headers up to an empty line or the end, and calls put for
-// each complete one.
+// each complete one. A nil put only checks them: the per-entry sections
+// of a large manifest (log4j-core's has hundreds) are read without a copy.
 func (l *lines) section(put func(name string, value []byte)) error {
-	var name string
-	var value []byte
+	var name, value []byte
 	for {
 		line, ok := l.next()
 		if !ok {
@@ -182,34 +182,41 @@ func (l *lines) section(put func(name string, value []byte)) error {
 			return nil
 		}
 		if line[0] == ' ' {
-			if name == "" {
+			if len(name) == 0 {
 				return fmt.Errorf("%w: line %d continues nothing", ErrManifest, l.n)
 			}
-			value = append(value, line[1:]...)
+			if put != nil {
+				value = append(value, line[1:]...)
+			}
 		} else {
 			c := bytes.IndexByte(line, ':')
 			if c < 0 || c+1 >= len(line) || line[c+1] != ' ' {
 				return fmt.Errorf("%w: line %d is not a \"Name: value\" header: %q", ErrManifest, l.n, clip(line))
 			}
-			name, value = string(line[:c]), append([]byte(nil), line[c+2:]...)
+			name = line[:c]
+			if put != nil {
+				value = append([]byte(nil), line[c+2:]...)
+			}
 		}
 		if l.peek() == ' ' {
 			continue // the value goes on
 		}
 		if !validName(name) {
-			return fmt.Errorf("%w: line %d: %q is not an attribute name (1-70 of A-Z, a-z, 0-9, '-', '_')", ErrManifest, l.n, clip([]byte(name)))
+			return fmt.Errorf("%w: line %d: %q is not an attribute name (1-70 of A-Z, a-z, 0-9, '-', '_')", ErrManifest, l.n, clip(name))
 		}
-		put(name, value)
+		if put != nil {
+			put(string(name), value)
+		}
 	}
 }
 
 // validName follows the JAR specification: alphanumerics, '-' and '_', 1
 // to 70 of them.
-func validName(s string) bool {
-	if s == "" || len(s) > 70 {
+func validName(s []byte) bool {
+	if len(s) == 0 || len(s) > 70 {
 		return false
 	}
-	for _, c := range []byte(s) {
+	for _, c := range s {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
 			return false
 		}
