@@ -8,6 +8,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/hashicorp/go-version"
+
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
@@ -172,6 +174,9 @@ func FuzzAttributeSyntax(f *testing.F) {
 			if want, got := p.re.MatchString(s), p.fn(s); want != got {
 				t.Fatalf("%s %q: the pattern says %v, the check %v", name, s, want, got)
 			}
+		}
+		if _, err := version.NewSemver(s); (err == nil && patterns["semver"].re.MatchString(s)) != isSemver(s) {
+			t.Fatalf("isSemver(%q) = %v; the pattern and go-version's NewSemver say %v (%v)", s, isSemver(s), !isSemver(s), err)
 		}
 		g, a, ok := strings.Cut(s, ":")
 		if want := ok && coord.MatchString(g) && coord.MatchString(a); want != isCoordinate(s) {

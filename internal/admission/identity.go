@@ -8,8 +8,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/hashicorp/go-version"
-
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
@@ -247,11 +245,26 @@ func oneOf(values ...string) func(string) bool {
 }
 
 func isSemver(s string) bool {
+	// The pattern's shape, then what go-version's NewSemver asks more of
+	// it (held to NewSemver by FuzzAttributeSyntax): each number fits 64
+	// bits, and the pre-release and build are dot-separated identifiers,
+	// none empty.
 	if !isSemverShape(s) {
 		return false
 	}
-	_, err := version.NewSemver(s)
-	return err == nil
+	rest, build, _ := strings.Cut(s, "+")
+	core, pre, _ := strings.Cut(rest, "-")
+	for _, n := range strings.Split(core, ".") {
+		if _, err := strconv.ParseInt(n, 10, 64); err != nil {
+			return false
+		}
+	}
+	for _, ids := range []string{pre, build} {
+		if ids != "" && slices.Contains(strings.Split(ids, "."), "") {
+			return false
+		}
+	}
+	return true
 }
 
 func isCoordinate(s string) bool {
