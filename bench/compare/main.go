@@ -157,8 +157,12 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
+	// Each round starts one contender later: a run right after the JVM
+	// check (which fills the caches with its own) is slower, and with a
+	// fixed order the same contender would always take that place.
 	for i := 0; i < runs; i++ {
-		for _, c := range cs {
+		for k := range cs {
+			c := cs[(i+k)%len(cs)]
 			d, err := runOnce(c)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
