@@ -5,6 +5,10 @@
 // a FIFO named *.jar never blocks the reader. The same code serves a live
 // container (os.DirFS("/")), a test tree and a flattened image.
 //
+// Host is the process's own root for the start path: os.DirFS("/") that
+// looks each directory up once and opens regular files without the
+// runtime poller's system calls.
+//
 // It resolves and opens; it does not read what it opens.
 package rootfs
 
