@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
@@ -151,12 +152,13 @@ func withZIP64Sector(data []byte, sector string) []byte {
 	return ext
 }
 
-// The central directory is read in 256 KiB chunks: a record may start, or
-// its name end, anywhere across a chunk's end. Shifting every record by one
-// byte at a time moves the boundary through every position of a record.
+// The central directory is read in chunks (payload.CDChunk): a record may
+// start, or its name end, anywhere across a chunk's end. Shifting every
+// record by one byte at a time moves the boundary through every position of
+// a record.
 func TestDirectoryRecordsAcrossChunkBoundaries(t *testing.T) {
 	t.Parallel()
-	const n = 4_000 // 81-byte records: the directory crosses one chunk end
+	n := payload.CDChunk/81 + 800 // 81-byte records: the directory crosses a chunk end
 	for shift := range 82 {
 		t.Run(fmt.Sprintf("records shifted by %d", shift), func(t *testing.T) {
 			t.Parallel()
@@ -172,12 +174,19 @@ func TestDirectoryRecordsAcrossChunkBoundaries(t *testing.T) {
 		// a chunk's end: fillers after the manifest's record (66 bytes)
 		// bring it there.
 		name := func(recordLen int) string { return strings.Repeat("f", recordLen-46) }
-		before := 256<<10 - 100 - 66
-		long := testkit.BigJAR(0, 0, "A: 1\r\n",
-			testkit.Entry{Name: name(60_000)}, testkit.Entry{Name: name(60_000)}, testkit.Entry{Name: name(60_000)},
-			testkit.Entry{Name: name(60_000)}, testkit.Entry{Name: name(before - 4*60_000)},
-			testkit.Entry{Name: strings.Repeat("n", 0xffff-46)})
+		before := payload.CDChunk - 100 - 66
+		var entries []testkit.Entry
+		for rest := before; rest > 0; {
+			size := min(rest, 60_000)
+			if rest-size > 0 && rest-size < 100 {
+				size -= 100 // no filler too short to hold its own header
+			}
+			entries = append(entries, testkit.Entry{Name: name(size)})
+			rest -= size
+		}
+		entries = append(entries, testkit.Entry{Name: strings.Repeat("n", 0xffff-46)})
+		long := testkit.BigJAR(0, 0, "A: 1\r\n", entries...)
 		j := requireAttr(t, long, "A", "1")
-		assert.Equal(t, 7, j.Entries)
+		assert.Equal(t, len(entries)+1, j.Entries)
 	})
 }

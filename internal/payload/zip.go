@@ -188,9 +188,11 @@ func sigAt(r io.ReaderAt, off int64) uint32 {
 
 // cdChunk is the read size of the central directory walk; maxRecord is the
 // largest record the JVM accepts (header, name, extra and comment together
-// within 64 KiB).
+// within 64 KiB). 64 KiB chunks, not 256: a start is a fresh process, and
+// each page of a larger buffer is a page fault to zero (issue 19 measured
+// 124 fewer faults and 4% less CPU on the real 2.2.0 lib for 80 more preads).
 const (
-	cdChunk   = 256 << 10
+	cdChunk   = 64 << 10
 	maxRecord = 0xffff
 )
 
