@@ -92,6 +92,7 @@ func Check(ctx context.Context, r Request) (*Verdict, error) {
 			own = append(own, rule(facts, d)...)
 		}
 		d.Findings = append(own, d.Findings...)
+		facts.Deep.Close() // the class indexes are read: release their JARs
 		done <- result{v: &Verdict{Facts: facts, Decision: d}}
 	}()
 	select {
