@@ -1,8 +1,6 @@
 package admission
 
 import (
-	"bytes"
-	"encoding/xml"
 	"fmt"
 	"path"
 	"slices"
@@ -590,7 +588,6 @@ func (n namespaces) has(class string) bool {
 
 // judge resolves every reference of j's reachable classes.
 func (r *resolver) judge(j *deepJAR, out *linkage) {
-	deps := pomDependencies(j.archive)
 	fix := fixFor(j)
 	var newer []*classfile.Class
 	classes, own := r.reachable(j)
@@ -604,7 +601,7 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				return
 			}
 			seen[owner] = true
-			if !r.packages[pkg(missing)] && !own.has(c.Name) && !deps.covers(missing) {
+			if !r.packages[pkg(missing)] && !own.has(c.Name) {
 				return // bundled code's dependency that nothing provides: it fails where the JAR belongs too
 			}
 			found := "no " + javaName(missing) + " in " + j.loader.Searched(missing) + " or the JDK"
@@ -694,73 +691,6 @@ func fixFor(j *deepJAR) string {
 		}
 	}
 	return "install the build of " + base + " made for the host's Flink release, with the dependencies its POM declares"
-}
-
-// deps are the dependencies the JAR's embedded POMs require at run time
-// (compile or runtime scope, not optional), by groupId.
-type deps []string
-
-// covers: a missing class's package belongs to a required dependency's
-// group (its groupId a prefix of the package, or both sharing their first
-// three segments, as com.fasterxml.jackson.core and
-// com.fasterxml.jackson.databind do).
-func (d deps) covers(class string) bool {
-	p := strings.ReplaceAll(pkg(class), "/", ".")
-	ps := strings.Split(p, ".")
-	for _, g := range d {
-		if p == g || strings.HasPrefix(p, g+".") {
-			return true
-		}
-		gs := strings.Split(g, ".")
-		if len(gs) >= 3 && len(ps) >= 3 && slices.Equal(gs[:3], ps[:3]) {
-			return true
-		}
-	}
-	return false
-}
-
-type pom struct {
-	GroupID string `xml:"groupId"`
-	Parent  struct {
-		GroupID string `xml:"groupId"`
-	} `xml:"parent"`
-	Dependencies []struct {
-		GroupID  string `xml:"groupId"`
-		Scope    string `xml:"scope"`
-		Optional string `xml:"optional"`
-	} `xml:"dependencies>dependency"`
-}
-
-func pomDependencies(a *payload.Archive) deps {
-	var out deps
-	for _, p := range a.POMs {
-		data, err := a.File(p)
-		if err != nil {
-			continue
-		}
-		var m pom
-		if err := xml.NewDecoder(bytes.NewReader(data)).Decode(&m); err != nil {
-			continue
-		}
-		group := m.GroupID
-		if group == "" {
-			group = m.Parent.GroupID
-		}
-		for _, d := range m.Dependencies {
-			scope := strings.TrimSpace(d.Scope)
-			if strings.TrimSpace(d.Optional) == "true" || scope == "provided" || scope == "test" || scope == "system" || scope == "import" {
-				continue
-			}
-			g := strings.TrimSpace(d.GroupID)
-			if g == "${project.groupId}" || g == "${groupId}" || g == "${project.parent.groupId}" {
-				g = group
-			}
-			if g != "" && !strings.Contains(g, "${") {
-				out = append(out, g)
-			}
-		}
-	}
-	return out
 }
 
 // javaName is a class's binary name in Java syntax (a.b.C$D).

@@ -145,4 +145,3 @@ func lookupKey(n *yaml.Node, prefix, key string) *yaml.Node {
 	}
 	return nil
 }
-
