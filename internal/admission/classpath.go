@@ -100,6 +100,22 @@ func (l *Loader) Searched(name string) string {
 type Classpath struct {
 	Lib, Usrlib *Loader
 	classes     map[*payload.Archive]map[string]*parsed
+	parentFirst []string
+}
+
+// clusterProvided: a class of a package the parent-first patterns leave to
+// the cluster's class path beyond lib, java. and the ones lib already has
+// aside: Hadoop (HADOOP_CLASSPATH), which Flink's docs tell users to add
+// outside lib. A library there that nothing in lib provides is not judged
+// missing.
+func (cp *Classpath) clusterProvided(class string) bool {
+	binary := strings.ReplaceAll(class, "/", ".")
+	for _, p := range cp.parentFirst {
+		if strings.HasPrefix(p, "org.apache.hadoop") && strings.HasPrefix(binary, p) {
+			return true
+		}
+	}
+	return false
 }
 
 type parsed struct {

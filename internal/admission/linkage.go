@@ -67,6 +67,7 @@ func (v *view) linkage() *linkage {
 	}
 	v.link.shadow = v.shadowing(cp, jars)
 	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor()}
+	cp.parentFirst = v.Deep.ParentFirst
 	for _, j := range jars {
 		if j.host {
 			continue
@@ -559,6 +560,13 @@ func (r *resolver) reachable(j *deepJAR) ([]*classfile.Class, namespaces) {
 	return out, own
 }
 
+// library is the namespace a class's library occupies: its package's first
+// four segments (org/apache/kafka/clients, org/apache/kafka/common).
+func library(class string) string {
+	parts := strings.Split(pkg(class), "/")
+	return strings.Join(parts[:min(4, len(parts))], "/")
+}
+
 // namespaces are the packages of a JAR's own code: those of its entry
 // points, cut to their first four segments (org/apache/flink/connector,
 // com/acme/jobs). Code a JAR bundles from elsewhere lies outside them,
@@ -591,6 +599,18 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 	fix := fixFor(j)
 	var newer []*classfile.Class
 	classes, own := r.reachable(j)
+	// A library nothing on the classpath provides is one the JAR requires
+	// when its own classes are built on it: a supertype of a reachable
+	// class of its own code lies in it, so that class cannot load at all.
+	// References into other absent libraries stay quiet: optional paths
+	// (Oracle types in the JDBC dialects, Joda in Avro's converters) that
+	// fail where the JAR belongs too.
+	required := map[string]bool{}
+	for _, c := range classes {
+		if m := r.load(j.loader, c.Name); m != "" && !r.packages[pkg(m)] && own.has(c.Name) && !r.cp.clusterProvided(m) {
+			required[library(m)] = true
+		}
+	}
 	for _, c := range classes {
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
 			newer = append(newer, c)
@@ -601,8 +621,8 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				return
 			}
 			seen[owner] = true
-			if !r.packages[pkg(missing)] && !own.has(c.Name) {
-				return // bundled code's dependency that nothing provides: it fails where the JAR belongs too
+			if !r.packages[pkg(missing)] && (!own.has(c.Name) || !required[library(missing)]) {
+				return // an absent library the JAR does not build on, or bundled code's: it fails where the JAR belongs too
 			}
 			found := "no " + javaName(missing) + " in " + j.loader.Searched(missing) + " or the JDK"
 			if owner != missing {
@@ -612,7 +632,15 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			if owner == c.Name {
 				msg = simpleName(c.Name) + " does not load"
 			}
-			out.class = append(out.class, Finding{Severity: j.sev, Path: j.jar.Path,
+			// A library nothing provides is one the user may be meant to
+			// add (Paimon's CDC actions, Hadoop): a warning whatever the
+			// JAR. A class missing from a package the classpath has is the
+			// host's API changing under the JAR: the JAR's severity.
+			sev := j.sev
+			if !r.packages[pkg(missing)] {
+				sev = Warning
+			}
+			out.class = append(out.class, Finding{Severity: sev, Path: j.jar.Path,
 				Message:  msg,
 				Found:    found,
 				Required: javaName(missing) + " on the classpath, as " + path.Base(j.jar.Path) + " was built against it",

@@ -140,20 +140,32 @@ func TestLinkageSupertypeMissing(t *testing.T) {
 	}
 }
 
-// A dependency nothing on the classpath provides: reported from the JAR's
-// own code (a thin connector without its client library), quiet from code
-// it bundles (an optional path of a library shaded into a fat connector).
+// A library nothing on the classpath provides: reported when the JAR's own
+// classes are built on it (a thin connector without its client library:
+// a class of its own implements one of the library's interfaces), quiet
+// for another absent library its own code only calls (an optional path),
+// and quiet from code it bundles (a library shaded into a fat connector).
 func TestLinkageMissingDependency(t *testing.T) {
-	own := testkit.Class{Name: "org/apache/flink/connector/x/XSource", News: []string{"org/apache/kafka/clients/Consumer", "org/apache/flink/kafka/shaded/org/apache/kafka/Oauth"}}
-	bundled := testkit.Class{Name: "org/apache/flink/kafka/shaded/org/apache/kafka/Oauth", News: []string{"com/fasterxml/jackson/databind/ObjectMapper"}}
-	f := deepFacts(t, []jarBytes{
-		connector("/opt/flink/lib/x.jar", []testkit.Class{own, bundled}, map[string][]string{factory: {"org.apache.flink.connector.x.XSource"}}),
-		dist(),
-	}, nil)
-	got := symbols(decideDeep(t, f))
-	want := []string{"linkage-class warning class org/apache/flink/connector/x/XSource -> org/apache/kafka/clients/Consumer."}
+	own := testkit.Class{Name: "org/apache/flink/connector/x/XSource",
+		News: []string{"org/apache/kafka/clients/Consumer", "org/joda/time/DateTime", "org/apache/flink/connector/x/XCallback", "org/apache/flink/kafka/shaded/org/apache/kafka/Oauth"}}
+	callback := testkit.Class{Name: "org/apache/flink/connector/x/XCallback", Interfaces: []string{"org/apache/kafka/clients/Callback"}}
+	bundled := testkit.Class{Name: "org/apache/flink/kafka/shaded/org/apache/kafka/Oauth", Super: "com/github/luben/zstd/BufferPool", News: []string{"com/fasterxml/jackson/databind/ObjectMapper"}}
+	jar := func(classes ...testkit.Class) []jarBytes {
+		return []jarBytes{connector("/opt/flink/lib/x.jar", classes, map[string][]string{factory: {"org.apache.flink.connector.x.XSource"}}), dist()}
+	}
+	got := symbols(decideDeep(t, deepFacts(t, jar(own, callback, bundled), nil)))
+	want := []string{
+		"linkage-class warning class org/apache/flink/connector/x/XCallback -> org/apache/flink/connector/x/XCallback.",
+		"linkage-class warning class org/apache/flink/connector/x/XSource -> org/apache/flink/connector/x/XCallback.",
+		"linkage-class warning class org/apache/flink/connector/x/XSource -> org/apache/kafka/clients/Consumer.",
+	}
 	if !slices.Equal(got, want) {
-		t.Fatalf("got %v, want %v", got, want)
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Without a class of its own built on Kafka, the absent library is an optional one.
+	own.News = slices.DeleteFunc(own.News, func(n string) bool { return n == "org/apache/flink/connector/x/XCallback" })
+	if got := symbols(decideDeep(t, deepFacts(t, jar(own, bundled), nil))); len(got) != 0 {
+		t.Fatalf("optional paths reported: %v", got)
 	}
 }
 
