@@ -1,8 +1,10 @@
 package admission
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
@@ -42,6 +44,8 @@ type Loader struct {
 	JARs        []*payload.Archive
 	Parent      *Loader
 	ParentFirst []string // binary-name prefixes (a.b.) the parent answers first
+
+	index map[string]*payload.Archive // class -> the first of JARs holding it, built on first use
 }
 
 // Find returns the JAR the loader takes a class from (internal name), nil
@@ -63,15 +67,25 @@ func (l *Loader) Find(name string) *payload.Archive {
 }
 
 func (l *Loader) own(name string) *payload.Archive {
-	for _, a := range l.JARs {
-		if a == nil {
-			continue
+	if l.index == nil {
+		// One map for the loader's JARs, the first JAR of a name winning:
+		// a lookup is one probe, not one per JAR.
+		n := 0
+		for _, a := range l.JARs {
+			if a != nil {
+				n += len(a.Classes)
+			}
 		}
-		if _, ok := a.Classes[name]; ok {
-			return a
+		l.index = make(map[string]*payload.Archive, n)
+		for i := len(l.JARs) - 1; i >= 0; i-- {
+			if a := l.JARs[i]; a != nil {
+				for c := range a.Classes {
+					l.index[c] = a
+				}
+			}
 		}
 	}
-	return nil
+	return l.index[name]
 }
 
 func (l *Loader) parentFirst(name string) bool {
@@ -101,7 +115,11 @@ type Classpath struct {
 	Lib, Usrlib *Loader
 	classes     map[*payload.Archive]map[string]*parsed
 	parentFirst []string
+
+	mu sync.Mutex // guards classes: prefetch parses on several goroutines
 }
+
+var classBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 // clusterProvided: a class of a package the parent-first patterns leave to
 // the cluster's class path beyond lib, java. and the ones lib already has
@@ -135,22 +153,61 @@ func NewClasspath(d *Deep) *Classpath {
 
 // Class parses a class of a JAR once.
 func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, error) {
+	cp.mu.Lock()
 	m := cp.classes[a]
 	if m == nil {
 		m = map[string]*parsed{}
 		cp.classes[a] = m
 	}
 	if p, ok := m[name]; ok {
+		cp.mu.Unlock()
 		return p.c, p.err
 	}
+	cp.mu.Unlock()
 	p := &parsed{}
-	data, err := a.Class(name)
+	bp := classBuffers.Get().(*[]byte)
+	data, err := a.Class(name, *bp)
 	if err == nil {
+		if cap(data) > cap(*bp) && cap(data) <= 1<<20 {
+			*bp = data[:0]
+		}
 		p.c, err = classfile.Parse(data, classfile.Options{})
 	}
+	classBuffers.Put(bp)
 	p.err = err
-	m[name] = p
+	cp.mu.Lock()
+	if q, ok := m[name]; ok { // parsed meanwhile by another goroutine
+		p = q
+	} else {
+		m[name] = p
+	}
+	cp.mu.Unlock()
 	return p.c, p.err
+}
+
+// prefetch parses classes of a JAR on a few goroutines, so that the
+// inflating and parsing of a large JAR's reachable classes use every CPU.
+func (cp *Classpath) prefetch(a *payload.Archive, names []string) {
+	workers := min(runtime.GOMAXPROCS(0), 4, len(names)/8)
+	if workers < 2 {
+		return
+	}
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range next {
+				cp.Class(a, n) //nolint:errcheck // the error is kept with the class
+			}
+		}()
+	}
+	for _, n := range names {
+		next <- n
+	}
+	close(next)
+	wg.Wait()
 }
 
 // loaderOf is the loader that defines a JAR's classes.

@@ -503,7 +503,7 @@ func objectMethod(ref classfile.Ref) bool {
 // reachable are the classes of j the JVM can reach from its entry points
 // (service implementations, Main-Class, Program-Class), through classes
 // of j itself, in the order found.
-func (r *resolver) reachable(j *deepJAR) ([]*classfile.Class, namespaces) {
+func (r *resolver) reachable(j *deepJAR, visit func(*classfile.Class, namespaces)) {
 	var roots []string
 	for _, s := range j.archive.Services {
 		data, err := j.archive.File(s)
@@ -521,43 +521,53 @@ func (r *resolver) reachable(j *deepJAR) ([]*classfile.Class, namespaces) {
 	for _, root := range roots {
 		own.add(root)
 	}
+	// Breadth first, one level at a time: a level's classes are parsed
+	// together (prefetch), then judged in order.
 	seen := map[string]bool{}
-	var out []*classfile.Class
-	queue := roots
-	for len(queue) > 0 {
-		name := queue[0]
-		queue = queue[1:]
-		if seen[name] {
-			continue
+	level := roots
+	for len(level) > 0 {
+		var mine []string
+		for _, name := range level {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			if j.loader.Find(name) != j.archive {
+				continue // another JAR's copy is the one loaded
+			}
+			mine = append(mine, name)
 		}
-		seen[name] = true
-		if j.loader.Find(name) != j.archive {
-			continue // another JAR's copy is the one loaded
-		}
-		c, err := r.cp.Class(j.archive, name)
-		if err != nil {
-			continue
-		}
-		out = append(out, c)
-		next := func(n string) {
-			if e, ok := element(n); ok && !seen[e] {
-				if _, in := j.archive.Classes[e]; in {
-					queue = append(queue, e)
+		r.cp.prefetch(j.archive, mine)
+		var nextLevel []string
+		for _, name := range mine {
+			c, err := r.cp.Class(j.archive, name)
+			if err != nil {
+				continue
+			}
+			next := func(n string) {
+				if e, ok := element(n); ok && !seen[e] {
+					if _, in := j.archive.Classes[e]; in {
+						nextLevel = append(nextLevel, e)
+					}
 				}
 			}
+			next(c.Super)
+			for _, i := range c.Interfaces {
+				next(i)
+			}
+			for _, k := range c.Classes {
+				next(k)
+			}
+			for _, ref := range c.Refs {
+				next(ref.Owner)
+			}
+			visit(c, own)
+			// What instructions use is judged: only the members stay, for
+			// the resolution of other classes' references.
+			c.Classes, c.Refs = nil, nil
 		}
-		next(c.Super)
-		for _, i := range c.Interfaces {
-			next(i)
-		}
-		for _, k := range c.Classes {
-			next(k)
-		}
-		for _, ref := range c.Refs {
-			next(ref.Owner)
-		}
+		level = nextLevel
 	}
-	return out, own
 }
 
 // library is the namespace a class's library occupies: its package's first
@@ -598,20 +608,20 @@ func (n namespaces) has(class string) bool {
 func (r *resolver) judge(j *deepJAR, out *linkage) {
 	fix := fixFor(j)
 	var newer []*classfile.Class
-	classes, own := r.reachable(j)
 	// A library nothing on the classpath provides is one the JAR requires
 	// when its own classes are built on it: a supertype of a reachable
 	// class of its own code lies in it, so that class cannot load at all.
 	// References into other absent libraries stay quiet: optional paths
 	// (Oracle types in the JDBC dialects, Joda in Avro's converters) that
-	// fail where the JAR belongs too.
+	// fail where the JAR belongs too. Which libraries are required is known
+	// once every reachable class is seen: until then such findings wait.
 	required := map[string]bool{}
-	for _, c := range classes {
-		if m := r.load(j.loader, c.Name); m != "" && !r.packages[pkg(m)] && own.has(c.Name) && !r.cp.clusterProvided(m) {
-			required[library(m)] = true
-		}
+	type pending struct {
+		f       Finding
+		library string
 	}
-	for _, c := range classes {
+	var absent []pending
+	r.reachable(j, func(c *classfile.Class, own namespaces) {
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
 			newer = append(newer, c)
 		}
@@ -621,8 +631,9 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				return
 			}
 			seen[owner] = true
-			if !r.packages[pkg(missing)] && (!own.has(c.Name) || !required[library(missing)]) {
-				return // an absent library the JAR does not build on, or bundled code's: it fails where the JAR belongs too
+			provided := r.packages[pkg(missing)]
+			if !provided && (!own.has(c.Name) || r.cp.clusterProvided(missing)) {
+				return // bundled code's, or the cluster's: it fails where the JAR belongs too
 			}
 			found := "no " + javaName(missing) + " in " + j.loader.Searched(missing) + " or the JDK"
 			if owner != missing {
@@ -632,22 +643,27 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			if owner == c.Name {
 				msg = simpleName(c.Name) + " does not load"
 			}
-			// A library nothing provides is one the user may be meant to
-			// add (Paimon's CDC actions, Hadoop): a warning whatever the
-			// JAR. A class missing from a package the classpath has is the
-			// host's API changing under the JAR: the JAR's severity.
-			sev := j.sev
-			if !r.packages[pkg(missing)] {
-				sev = Warning
-			}
-			out.class = append(out.class, Finding{Severity: sev, Path: j.jar.Path,
+			f := Finding{Severity: j.sev, Path: j.jar.Path,
 				Message:  msg,
 				Found:    found,
 				Required: javaName(missing) + " on the classpath, as " + path.Base(j.jar.Path) + " was built against it",
 				Fix:      fix,
-				Symbol:   &Symbol{Kind: SymClass, From: c.Name, Owner: owner, JAR: j.jar.Path}})
+				Symbol:   &Symbol{Kind: SymClass, From: c.Name, Owner: owner, JAR: j.jar.Path}}
+			if provided {
+				out.class = append(out.class, f)
+				return
+			}
+			// A library nothing provides is one the user may be meant to
+			// add (Paimon's CDC actions): a warning whatever the JAR. A
+			// class missing from a package the classpath has is the host's
+			// API changing under the JAR: the JAR's severity.
+			f.Severity = Warning
+			absent = append(absent, pending{f, library(missing)})
 		}
 		if m := r.load(j.loader, c.Name); m != "" {
+			if !r.packages[pkg(m)] && own.has(c.Name) && !r.cp.clusterProvided(m) {
+				required[library(m)] = true
+			}
 			classFailed(c.Name, m)
 		}
 		for _, k := range c.Classes {
@@ -695,6 +711,11 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				Required: member + ", as " + path.Base(j.jar.Path) + " was built against it",
 				Fix:      fix,
 				Symbol:   &Symbol{Kind: kind, From: c.Name, Owner: owner, Name: ref.Name, Descriptor: ref.Descriptor, JAR: j.jar.Path}})
+		}
+	})
+	for _, p := range absent {
+		if required[p.library] {
+			out.class = append(out.class, p.f)
 		}
 	}
 	if len(newer) > 0 {

@@ -66,7 +66,7 @@ func defaultParentFirst(jars []*payload.JAR, archives []*payload.Archive) ([]str
 		if !isDist(j.Path) || archives[i] == nil {
 			continue
 		}
-		data, err := archives[i].Class(coreOptionsClass)
+		data, err := archives[i].Class(coreOptionsClass, nil)
 		if err != nil {
 			break
 		}

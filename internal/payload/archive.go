@@ -6,6 +6,9 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"sync"
+
+	kflate "github.com/klauspost/compress/flate"
 
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
@@ -114,15 +117,71 @@ func (a *Archive) Close() error {
 
 // Class returns the bytes of a class entry by internal class name, as
 // JarFile gives them (neither CRC nor size checked beyond the declared
-// size, which must be read whole).
-func (a *Archive) Class(name string) ([]byte, error) {
+// size, which must be read whole). The bytes are read into buf when it is
+// large enough: a caller that parses them at once reuses one buffer.
+// Classes are inflated with klauspost/compress's flate, about twice as
+// fast as the standard library's on class files; the manifests the JVM
+// corpus holds this package to keep the standard library's.
+func (a *Archive) Class(name string, buf []byte) ([]byte, error) {
 	ce, ok := a.Classes[name]
 	if !ok {
 		return nil, fmt.Errorf("%s: no class %s", a.Path, name)
 	}
-	data, err := entryBytes(a.d, &ce.e, maxClassBytes)
+	data, err := classBytes(a.d, &ce.e, buf)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", a.Path, ce.e.name, err)
+	}
+	return data, nil
+}
+
+var classInflaters sync.Pool
+
+// classBytes reads a class entry: exactly its declared size (at most
+// maxClassBytes), inflated when deflated.
+func classBytes(d *directory, e *entry, buf []byte) ([]byte, error) {
+	if e.size > maxClassBytes {
+		return nil, fmt.Errorf("%w: %s declares %d bytes, more than the %d this tool reads", ErrFormat, e.name, e.size, maxClassBytes)
+	}
+	var sec io.Reader
+	if e.packed <= smallEntry {
+		data, err := d.packedData(e)
+		if err != nil {
+			return nil, err
+		}
+		if e.method == methodStored {
+			if uint64(len(data)) < e.size {
+				return nil, fmt.Errorf("%w: %s holds %d bytes, its directory record says %d (truncated)", ErrFormat, e.name, len(data), e.size)
+			}
+			return data[:e.size], nil
+		}
+		sec = bytes.NewReader(data)
+	} else {
+		off, err := d.dataStart(e, nil)
+		if err != nil {
+			return nil, err
+		}
+		sec = io.NewSectionReader(d.r, off, d.avail(e, off))
+	}
+	r := sec
+	if e.method != methodStored {
+		fr, ok := classInflaters.Get().(io.ReadCloser)
+		if ok {
+			if err := fr.(kflate.Resetter).Reset(sec, nil); err != nil {
+				ok = false
+			}
+		}
+		if !ok {
+			fr = kflate.NewReader(sec)
+		}
+		defer classInflaters.Put(fr)
+		r = fr
+	}
+	if uint64(cap(buf)) < e.size {
+		buf = make([]byte, e.size)
+	}
+	data := buf[:e.size]
+	if n, err := io.ReadFull(r, data); err != nil {
+		return nil, truncated(err, fmt.Sprintf("%s holds %d bytes, its directory record says %d", e.name, n, e.size))
 	}
 	return data, nil
 }

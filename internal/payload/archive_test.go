@@ -50,11 +50,11 @@ func TestArchiveIndexesClasses(t *testing.T) {
 		t.Errorf("a/B: crc %08x size %d", ce.CRC, ce.Size)
 	}
 	for _, n := range []string{"a/B", "a/C"} {
-		if data, err := a.Class(n); err != nil || !bytes.Equal(data, body) {
+		if data, err := a.Class(n, nil); err != nil || !bytes.Equal(data, body) {
 			t.Errorf("Class(%s) = %d bytes, %v", n, len(data), err)
 		}
 	}
-	if _, err := a.Class("a/D"); err == nil {
+	if _, err := a.Class("a/D", nil); err == nil {
 		t.Error("a missing class reads")
 	}
 	if len(a.Services) != 1 || len(a.POMs) != 1 {
