@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image lint demo fuzz clean
+.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion
 
@@ -70,6 +70,19 @@ bench: build
 bench-image: build
 	go build -o bin/bench-image ./bench/imagebench
 	bin/bench-image -bin bin
+
+# --- linkage (issue 19)
+# The deep check (shadowing and linkage) on the real 2.2.0 lib plus real
+# connectors and a ~106 MB job JAR shaded from real JARs, against 3 s and
+# 256 MB; with LINKAGE_CHECKER=1, Google's Linkage Checker 1.5.15 (by Maven
+# coordinates) on the same JARs. See docs/performance.md.
+LINKAGE_RUNS ?= 7
+bench-linkage: build flink-dist
+	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
+	go build -o bin/bench-linkage ./bench/linkage
+	bin/bench-linkage -bin bin -flink-lib $(FLINK_DIST)/2.2.0/lib -jars $(FLINK_JARS) -runs $(LINKAGE_RUNS) \
+		$(if $(LINKAGE_CHECKER),-linkage-checker "$$(scripts/linkage-checker-classpath)")
+# --- end
 
 lint:
 	go vet -tags imagesuite,realjars,jvmoracle ./...

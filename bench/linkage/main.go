@@ -8,6 +8,7 @@ package main
 
 import (
 	"archive/zip"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -102,18 +103,10 @@ func run(argv []string) (time.Duration, int64, string) {
 	err := cmd.Run()
 	d := time.Since(start)
 	var ee *exec.ExitError
-	if err != nil && (!errorsAs(err, &ee) || ee.ExitCode() != 78) {
+	if err != nil && (!errors.As(err, &ee) || ee.ExitCode() != 78) {
 		fail(fmt.Errorf("%s: %w", strings.Join(argv[:2], " "), err))
 	}
 	return d, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss, out.String()
-}
-
-func errorsAs(err error, ee **exec.ExitError) bool {
-	e, ok := err.(*exec.ExitError)
-	if ok {
-		*ee = e
-	}
-	return ok
 }
 
 // shade writes a job JAR from the entries of srcs, the first of a name

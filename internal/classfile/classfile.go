@@ -183,11 +183,11 @@ func (p *parser) u4() uint32 {
 	return v
 }
 
-// count reads a u2 count of items at least min bytes each, refusing one the
+// count reads a u2 count of items of at least `least` bytes each, refusing one the
 // remaining bytes cannot hold, before anything is allocated for it.
-func (p *parser) count(what string, min int) int {
+func (p *parser) count(what string, least int) int {
 	n := int(p.u2())
-	if p.err == nil && n*min > len(p.data)-p.pos {
+	if p.err == nil && n*least > len(p.data)-p.pos {
 		p.fail("%d %s cannot fit in the %d bytes that remain", n, what, len(p.data)-p.pos)
 		return 0
 	}
