@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage lint demo fuzz clean
+.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion
 
@@ -77,6 +77,11 @@ bench-image: build
 # 256 MB; with LINKAGE_CHECKER=1, Google's Linkage Checker 1.5.15 (by Maven
 # coordinates) on the same JARs. See docs/performance.md.
 LINKAGE_RUNS ?= 7
+# The class-file parser against javap on real classes (a JDK; the real JARs).
+test-classfile-jvm: flink-dist
+	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
+	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags jvmoracle -count=1 -v -run TestJavapAgrees ./internal/classfile/
+
 bench-linkage: build flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
 	go build -o bin/bench-linkage ./bench/linkage
