@@ -66,7 +66,7 @@ func (v *view) linkage() *linkage {
 		}
 	}
 	v.link.shadow = v.shadowing(cp, jars)
-	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor()}
+	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line()}
 	cp.parentFirst = v.Deep.ParentFirst
 	for _, j := range jars {
 		if j.host {
@@ -243,6 +243,7 @@ type resolver struct {
 	cp       *Classpath
 	packages map[string]bool // packages some JAR on the classpath provides
 	maxMajor int
+	line     string             // the host's Flink line, for the fix
 	loads    map[loadKey]string // class -> the class in its hierarchy that does not load ("" when it loads)
 }
 
@@ -606,7 +607,7 @@ func (n namespaces) has(class string) bool {
 
 // judge resolves every reference of j's reachable classes.
 func (r *resolver) judge(j *deepJAR, out *linkage) {
-	fix := fixFor(j)
+	fix := fixFor(j, r.line)
 	var newer []*classfile.Class
 	// A library nothing on the classpath provides is one the JAR requires
 	// when its own classes are built on it: a supertype of a reachable
@@ -729,17 +730,33 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 	}
 }
 
-// fixFor names what to install instead: the Maven coordinates of the JAR's
-// own POM, built for the host's Flink.
-func fixFor(j *deepJAR) string {
+// fixFor names what to install instead: the JAR's Maven coordinates
+// (Implementation-Vendor-Id as the group, the file name less its
+// Implementation-Version as the artifact, else the path of an embedded
+// POM), in a release built for the host's Flink line.
+func fixFor(j *deepJAR, line string) string {
 	base := path.Base(j.jar.Path)
+	target := "the host's Flink release"
+	if line != "" {
+		target = "Flink " + line
+	}
+	group, version := manifestValue(j.jar, "Implementation-Vendor-Id"), manifestValue(j.jar, "Implementation-Version")
+	if artifact, ok := strings.CutSuffix(base, "-"+version+".jar"); ok && group != "" && version != "" {
+		if j.usrlib {
+			return "rebuild the job against " + target + ", with the connectors built for it (" + group + ":" + artifact + " is " + version + " here)"
+		}
+		return "install " + group + ":" + artifact + " in a release built for " + target + " instead of " + version
+	}
 	for _, p := range j.archive.POMs {
 		parts := strings.Split(p, "/") // META-INF/maven/<group>/<artifact>/pom.xml
 		if len(parts) == 5 && strings.HasPrefix(base, parts[3]) {
-			return "install " + parts[2] + ":" + parts[3] + " in the version built for the host's Flink release instead of " + base
+			return "install " + parts[2] + ":" + parts[3] + " in a release built for " + target + " instead of " + base
 		}
 	}
-	return "install the build of " + base + " made for the host's Flink release, with the dependencies its POM declares"
+	if j.usrlib {
+		return "rebuild the job against " + target + ", with the connectors built for it"
+	}
+	return "install the build of " + base + " made for " + target + ", with the dependencies it declares"
 }
 
 // javaName is a class's binary name in Java syntax (a.b.C$D).
