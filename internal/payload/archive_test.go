@@ -4,10 +4,12 @@ import (
 	"archive/zip"
 	"bytes"
 	"hash/crc32"
+	"io"
 	"slices"
 	"testing"
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
 func TestArchiveIndexesClasses(t *testing.T) {
@@ -67,4 +69,45 @@ func TestArchiveIndexesClasses(t *testing.T) {
 	if got := payload.ServiceClasses(data); !slices.Equal(got, []string{"a/B", "a/C"}) {
 		t.Errorf("service classes %v", got)
 	}
+}
+
+// FuzzArchive: any bytes index as a JAR or are refused, and every class
+// and small file the index names reads or is refused, never a panic; a
+// class reads exactly its declared size. archive/zip, where it reads the
+// same archive, is the oracle for a class's bytes.
+func FuzzArchive(f *testing.F) {
+	f.Add(testkit.Loader("2.2", "0.1.0").Bytes())
+	f.Add(testkit.ManyEntries(3, testkit.Manifest("A", "b")))
+	f.Add(testkit.ClassJAR(testkit.Manifest("Main-Class", "a.B"), []testkit.Class{{Name: "a/B", News: []string{"a/C"}}, {Name: "a/C"}},
+		map[string][]string{"org.example.Spi": {"a.B"}}, testkit.Entry{Name: "META-INF/maven/g/a/pom.xml", Data: []byte("<project/>")}))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := payload.ReadArchive(bytes.NewReader(data), int64(len(data)), "/fuzz.jar")
+		if err != nil {
+			return
+		}
+		z, zerr := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+		for name, ce := range a.Classes {
+			got, err := a.Class(name, nil)
+			if err != nil {
+				continue
+			}
+			if uint64(len(got)) != ce.Size {
+				t.Fatalf("%s: %d bytes, the directory says %d", name, len(got), ce.Size)
+			}
+			if zerr != nil {
+				continue
+			}
+			if zf, err := z.Open(name + ".class"); err == nil {
+				want, err := io.ReadAll(zf)
+				if err == nil && crc32.ChecksumIEEE(want) == ce.CRC && !bytes.Equal(got, want) {
+					t.Fatalf("%s: archive/zip reads other bytes", name)
+				}
+			}
+		}
+		for _, n := range append(append([]string(nil), a.Services...), a.POMs...) {
+			if data, err := a.File(n); err == nil {
+				payload.ServiceClasses(data)
+			}
+		}
+	})
 }
