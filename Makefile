@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image lint demo fuzz clean
+.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean
 
 build: bin/entrypoint bin/streamfusion
 
@@ -71,6 +71,24 @@ bench-image: build
 	go build -o bin/bench-image ./bench/imagebench
 	bin/bench-image -bin bin
 
+# --- linkage (issue 19)
+# The deep check (shadowing and linkage) on the real 2.2.0 lib plus real
+# connectors and a ~106 MB job JAR shaded from real JARs, against 3 s and
+# 256 MB; with LINKAGE_CHECKER=1, Google's Linkage Checker 1.5.15 (by Maven
+# coordinates) on the same JARs. See docs/performance.md.
+LINKAGE_RUNS ?= 7
+# The class-file parser against javap on real classes (a JDK; the real JARs).
+test-classfile-jvm: flink-dist
+	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
+	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags jvmoracle -count=1 -v -run TestJavapAgrees ./internal/classfile/
+
+bench-linkage: build flink-dist
+	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
+	go build -o bin/bench-linkage ./bench/linkage
+	bin/bench-linkage -bin bin -flink-lib $(FLINK_DIST)/2.2.0/lib -jars $(FLINK_JARS) -runs $(LINKAGE_RUNS) \
+		$(if $(LINKAGE_CHECKER),-linkage-checker "$$(scripts/linkage-checker-classpath)")
+# --- end
+
 lint:
 	go vet -tags imagesuite,realjars,jvmoracle ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -84,7 +102,7 @@ lint:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
 	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/admission:FuzzParseStockVersion internal/admission:FuzzIdentifyStock internal/admission:FuzzAttributeSyntax internal/roles:FuzzClassify internal/image:FuzzScanLayer \
-	internal/deploy:FuzzParse internal/webhook:FuzzValidate
+	internal/deploy:FuzzParse internal/webhook:FuzzValidate internal/classfile:FuzzParse internal/payload:FuzzArchive
 # scripts/fuzz tries a run once more only when Go's coordinator failed it at
 # the deadline with no input written (golang/go#75804, Go 1.26).
 fuzz:

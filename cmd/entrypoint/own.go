@@ -67,6 +67,7 @@ func check(env []string, asJSON bool, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &usageError{err}
 	}
+	cfg.Linkage = true            // the full report: shadowing and linkage too, whatever STREAMFUSION_LINKAGE says
 	v, err := checkHere(cfg, nil) // no signals caught: an interactive command
 	var late *admit.TimeoutError
 	if errors.As(err, &late) {

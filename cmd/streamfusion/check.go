@@ -73,6 +73,7 @@ func (o *checkOptions) run(c *cobra.Command, env []string) error {
 	if err != nil {
 		return err
 	}
+	s.Deep = true // shadowing and linkage: the CLI always checks them
 	v, err := admit.Check(c.Context(), admit.Request{Root: os.DirFS("/"), Settings: s})
 	if err != nil {
 		return err

@@ -23,6 +23,11 @@ type Facts struct {
 	JDK      JDK
 	Platform Platform
 	Strict   bool
+
+	// Deep are the class indexes the shadowing and linkage rules read;
+	// nil when they were not asked for (the start path, unless
+	// STREAMFUSION_LINKAGE=true).
+	Deep *Deep
 }
 
 // Unlisted is a directory that cannot be listed: JARs in it may be
@@ -73,6 +78,9 @@ type Finding struct {
 	Fix      string   `json:"fix"`
 	// Strict is set on a warning raised to an error by STREAMFUSION_STRICT.
 	Strict bool `json:"strict,omitempty"`
+	// Symbol is the JVM symbol of a classpath-shadowed, linkage-* or
+	// bytecode-version finding.
+	Symbol *Symbol `json:"symbol,omitempty"`
 }
 
 // Decision is the outcome of admission.
@@ -132,6 +140,8 @@ type view struct {
 	loader   *Identity // the one valid loader, if exactly one
 	embedded *Identity // its embedded core, if readable
 	core     *Identity // the one runtime core, if exactly one
+
+	link *linkage // the deep rules' findings, computed once
 }
 
 // Flink's own JARs are known by file name, as Flink's scripts know them.

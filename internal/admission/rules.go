@@ -68,6 +68,11 @@ var Rules = []Rule{
 	{"line-experimental", Warning, "The host runs the experimental Flink 1.18 line.", lineExperimental},
 	{"requires-missing", Warning, "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", requiresMissing},
 	{"stock-requires-missing", Warning, "No JAR of the host's Flink line in lib satisfies a prefix of StreamFusion-Stock-Requires.", stockMissing},
+	{"classpath-shadowed", Error, "Two JARs hold the same class with different contents and the class loader takes the first (lib in classpath order, usrlib child-first); an error when the hidden or hiding copy is flink-dist's, the planner's or a StreamFusion payload's, a warning otherwise. Checked by the CLI and `streamfusion check`, at start only with STREAMFUSION_LINKAGE=true.", classpathShadowed},
+	{"linkage-class", Error, "A class reachable from a JAR's entry points uses a class that does not load on the host's classpath (missing, or a supertype missing). An error for StreamFusion payloads, the stock JARs they require and usrlib job JARs, a warning for other JARs.", linkageClass},
+	{"linkage-method", Error, "A class reachable from a JAR's entry points calls a method the host's classes do not have (JVMS 5.4.3.3-4). Severity as linkage-class.", linkageMethod},
+	{"linkage-field", Error, "A class reachable from a JAR's entry points uses a field the host's classes do not have (JVMS 5.4.3.2). Severity as linkage-class.", linkageField},
+	{"bytecode-version", Error, "A class reachable from a JAR's entry points is compiled for a newer Java than the host JDK's. Severity as linkage-class.", bytecodeVersion},
 	{"plugins-payload", Warning, "A StreamFusion payload sits in plugins/, where it loads in isolation and never accelerates.", pluginsPayload},
 }
 

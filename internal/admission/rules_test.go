@@ -271,6 +271,35 @@ var cases = []ruleCase{
 	}},
 }
 
+// deep asks for the class indexes the shadowing and linkage rules read.
+func deep(s *host.Settings) { s.Deep = true }
+
+// job is a job JAR in usrlib whose Main-Class is com/acme/Main.
+func job(classes ...testkit.Class) fstest.MapFS {
+	jar := testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.Main"), classes, nil)
+	return put(good(), testkit.FlinkHome+"/usrlib/job.jar", jar)
+}
+
+var deepCases = []ruleCase{
+	{name: "a lib JAR hides a class of flink-dist", rule: "classpath-shadowed", set: deep, root: func() fstest.MapFS {
+		return put(good(), libFile("a-fat.jar"), testkit.JAR("", testkit.Entry{Name: "org/apache/flink/runtime/entrypoint/ClusterEntrypoint.class", Data: []byte("another build")}))
+	}},
+	{name: "a job uses a class that is not there", rule: "linkage-class", set: deep, root: func() fstest.MapFS {
+		return job(testkit.Class{Name: "com/acme/Main", News: []string{"com/acme/Gone"}})
+	}},
+	{name: "a job calls a method that is not there", rule: "linkage-method", set: deep, root: func() fstest.MapFS {
+		return job(testkit.Class{Name: "com/acme/Main", Calls: []testkit.Call{{Owner: "com/acme/Util", Name: "gone", Descriptor: "()V"}}}, testkit.Class{Name: "com/acme/Util"})
+	}},
+	{name: "a job reads a field that is not there", rule: "linkage-field", set: deep, root: func() fstest.MapFS {
+		return job(testkit.Class{Name: "com/acme/Main", Calls: []testkit.Call{{Field: true, Owner: "com/acme/Util", Name: "gone", Descriptor: "I"}}}, testkit.Class{Name: "com/acme/Util"})
+	}},
+	{name: "a job compiled for Java 21", rule: "bytecode-version", set: deep, root: func() fstest.MapFS {
+		return job(testkit.Class{Name: "com/acme/Main", Major: 65})
+	}},
+}
+
+func init() { cases = append(cases, deepCases...) }
+
 func TestEveryRuleRefusesAndAdmits(t *testing.T) {
 	t.Parallel()
 	covered := map[string]bool{}
@@ -303,7 +332,14 @@ func TestEveryRuleRefusesAndAdmits(t *testing.T) {
 			if c.admit != nil {
 				admit = c.admit
 			}
-			d = decide(t, admit(), defaults)
+			mended := defaults
+			if c.set != nil {
+				c.set(&mended)
+			}
+			if c.set != nil && !mended.Deep {
+				mended = defaults // the mended setting is the default one, unless the case only asks for the deep facts
+			}
+			d = decide(t, admit(), mended)
 			assert.NotContains(t, rules(d.Findings), c.rule)
 			assert.True(t, d.Admitted(), "mended setting admitted: %v", d.Findings)
 		})

@@ -16,7 +16,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
+	"runtime/debug"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/host"
@@ -79,6 +81,9 @@ func Check(ctx context.Context, r Request) (*Verdict, error) {
 		v   *Verdict
 		err error
 	}
+	if r.Settings.Deep {
+		deepMemoryLimit()
+	}
 	done := make(chan result, 1)
 	go func() {
 		facts, err := host.Gather(ctx, r.Root, r.Settings, r.Progress)
@@ -92,6 +97,7 @@ func Check(ctx context.Context, r Request) (*Verdict, error) {
 			own = append(own, rule(facts, d)...)
 		}
 		d.Findings = append(own, d.Findings...)
+		facts.Deep.Close() // the class indexes are read: release their JARs
 		done <- result{v: &Verdict{Facts: facts, Decision: d}}
 	}()
 	select {
@@ -102,6 +108,18 @@ func Check(ctx context.Context, r Request) (*Verdict, error) {
 		return res.v, res.err
 	case <-ctx.Done():
 		return nil, stopped(ctx, r.Progress)
+	}
+}
+
+// DeepMemoryLimit is the soft memory limit of a process that reads class
+// files (host.Settings.Deep), unless GOMEMLIMIT sets one: the parsed
+// classes of a 100 MB job JAR are ~120 MB live, and the garbage collector's
+// default lets the heap grow to twice that (docs/performance.md).
+const DeepMemoryLimit = 200 << 20
+
+func deepMemoryLimit() {
+	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		debug.SetMemoryLimit(DeepMemoryLimit)
 	}
 }
 

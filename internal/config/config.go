@@ -43,6 +43,7 @@ type Config struct {
 	Level          string        // STREAMFUSION_LOG_LEVEL: trace, debug, info, warn or error; default info
 	LevelWarning   string        // set when STREAMFUSION_LOG_LEVEL was empty or invalid
 	Strict         bool          // STREAMFUSION_STRICT: warnings refuse
+	Linkage        bool          // STREAMFUSION_LINKAGE: the start checks shadowing and linkage too
 	Timeout        time.Duration // STREAMFUSION_ADMISSION_TIMEOUT, default 30s
 	TerminationLog string        // STREAMFUSION_TERMINATION_LOG, default /dev/termination-log
 }
@@ -128,6 +129,13 @@ func FromEnv(env []string) (Config, error) {
 		}
 		c.Strict = b
 	}
+	if s, ok := Lookup(env, "STREAMFUSION_LINKAGE"); ok && s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: STREAMFUSION_LINKAGE=%q; use true or false", ErrUsage, s))
+		}
+		c.Linkage = b
+	}
 	if s, ok := Lookup(env, "STREAMFUSION_ADMISSION_TIMEOUT"); ok && s != "" {
 		d, err := parseTimeout(s)
 		if err != nil {
@@ -154,7 +162,7 @@ func parseTimeout(s string) (time.Duration, error) {
 // Flink's image entrypoint starts.
 func (c Config) HostSettings(goos, arch string) host.Settings {
 	return host.Settings{LibDir: c.LibDir, PluginsDir: c.PluginsDir, JavaHome: c.JavaHome, Path: c.Path,
-		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale,
+		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale, Deep: c.Linkage,
 		ConfDir: c.ConfDir, FlinkProperties: c.FlinkProperties, Launch: host.LaunchImage,
 		Getenv: func(k string) (string, bool) { return Lookup(c.Environ, k) }}
 }

@@ -22,16 +22,20 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, "/dev/termination-log", c.TerminationLog)
 	assert.False(t, c.JSON)
 	assert.False(t, c.Strict)
+	assert.False(t, c.Linkage)
+	assert.False(t, c.HostSettings("linux", "x86_64").Deep, "the start reads no class files unless asked")
 }
 
 func TestSettings(t *testing.T) {
 	t.Parallel()
 	c, err := FromEnv([]string{"FLINK_HOME=/srv/flink", "STREAMFUSION_LOG_FORMAT=json", "STREAMFUSION_STRICT=true",
-		"STREAMFUSION_ADMISSION_TIMEOUT=5", "STREAMFUSION_LOG_LEVEL=debug", "FLINK_HOME=/ignored"})
+		"STREAMFUSION_ADMISSION_TIMEOUT=5", "STREAMFUSION_LOG_LEVEL=debug", "FLINK_HOME=/ignored", "STREAMFUSION_LINKAGE=true"})
 	require.NoError(t, err)
 	assert.Equal(t, "/srv/flink/lib", c.LibDir, "the first of repeated variables wins, as getenv does")
 	assert.True(t, c.JSON)
 	assert.True(t, c.Strict)
+	assert.True(t, c.Linkage)
+	assert.True(t, c.HostSettings("linux", "x86_64").Deep)
 	assert.Equal(t, 5*time.Second, c.Timeout)
 	assert.Equal(t, "debug", c.Level)
 
@@ -67,6 +71,7 @@ func TestUsageErrors(t *testing.T) {
 		"STREAMFUSION_ORIGINAL_ENTRYPOINT=docker-entrypoint.sh",
 		"STREAMFUSION_LOG_FORMAT=xml",
 		"STREAMFUSION_STRICT=maybe",
+		"STREAMFUSION_LINKAGE=yes please",
 		"STREAMFUSION_ADMISSION_TIMEOUT=-1s",
 		"STREAMFUSION_ADMISSION_TIMEOUT=soon",
 		"FLINK_HOME=opt/flink",

@@ -49,6 +49,12 @@ type Settings struct {
 	Launch          Launch                      // what starts Flink's scripts
 	Getenv          func(string) (string, bool) // the environment, for envsubst as the image entrypoint runs it
 
+	// Deep asks for the class indexes of every JAR of lib and usrlib and
+	// the user class loader's patterns (admission.Deep), which the
+	// shadowing and linkage rules read; the JARs stay open until
+	// Facts.Deep.Close.
+	Deep bool
+
 	// ReadJAR reads one JAR of fsys; nil: payload.Open. The image tooling
 	// answers from facts it read from the layers, without the bytes.
 	ReadJAR func(fsys fs.FS, name string, opt payload.Options) *payload.JAR
@@ -131,6 +137,9 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	f.Usrlib = jars[len(names) : len(names)+len(usrlib)]
 	f.Plugins = jars[len(names)+len(usrlib):]
 	f.JDK = jdkAsFlink(fsys, s, distVersion(f.Classpath))
+	if s.Deep {
+		f.Deep = gatherDeep(ctx, fsys, s, f)
+	}
 	return f, nil
 }
 

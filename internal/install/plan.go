@@ -175,6 +175,7 @@ func Decide(ctx context.Context, fsys fs.FS, s host.Settings, line string, paylo
 			Message: "the distribution is not of the Flink line asked for", Found: "line " + cmp.Or(d.Line, "unknown") + " (Flink " + cmp.Or(d.Flink, "unknown") + ")",
 			Required: "line " + line, Fix: "install into a Flink " + line + " distribution, or ask for --flink-line " + cmp.Or(d.Line, "of the distribution")}}, extra...)
 	}
+	s.Deep = true // lib as it would be: shadowing and linkage too
 	v, err := admit.Check(ctx, admit.Request{Root: ov, Settings: s, Rules: []admit.Rule{asked}})
 	if err != nil {
 		return nil, err

@@ -59,6 +59,7 @@ type entry struct {
 	name   string
 	method uint16
 	flags  uint16
+	crc    uint32 // as the central directory records it
 	packed uint64 // compressed size
 	size   uint64 // uncompressed size
 	header int64  // offset of the local file header, relative to the archive's start
@@ -267,6 +268,7 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 		e = entry{
 			flags:  binary.LittleEndian.Uint16(rec[8:]),
 			method: binary.LittleEndian.Uint16(rec[10:]),
+			crc:    binary.LittleEndian.Uint32(rec[16:]),
 			packed: uint64(binary.LittleEndian.Uint32(rec[20:])),
 			size:   uint64(binary.LittleEndian.Uint32(rec[24:])),
 			header: int64(binary.LittleEndian.Uint32(rec[42:])),

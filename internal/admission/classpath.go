@@ -1,0 +1,297 @@
+package admission
+
+import (
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// Deep are the facts the shadowing and linkage rules read, gathered only
+// when asked for (host.Settings.Deep): every JAR of lib and usrlib indexed
+// for its classes, and the parent-first patterns of the user class loader.
+// The indexes read a class's bytes when a rule asks for it.
+type Deep struct {
+	Lib    []*payload.Archive // parallel to Facts.Classpath; nil where the JAR is unreadable
+	Usrlib []*payload.Archive // parallel to Facts.Usrlib
+	// ParentFirst are the patterns usrlib's class loader leaves to lib:
+	// classloader.parent-first-patterns.default as the host's flink-dist
+	// defines it, then .additional from the config file.
+	ParentFirst     []string
+	ParentFirstFrom string // where the default came from
+	Err             error  // the deep facts could not be gathered; the rules say so
+}
+
+// Close releases the JARs the indexes keep open.
+func (d *Deep) Close() {
+	if d == nil {
+		return
+	}
+	for _, a := range append(append([]*payload.Archive(nil), d.Lib...), d.Usrlib...) {
+		_ = a.Close() // read-only files: nothing is lost on a failed close
+	}
+}
+
+// Loader is one class loader of the classpath model: its JARs in search
+// order, and a parent it delegates to. lib's loader has no parent; usrlib's
+// is child-first over lib except for the parent-first patterns. The planner
+// loader's nested planner is not in lib's JARs: lib cannot see it.
+type Loader struct {
+	Name        string
+	JARs        []*payload.Archive
+	Parent      *Loader
+	ParentFirst []string // binary-name prefixes (a.b.) the parent answers first
+
+	index map[string]*payload.Archive // class -> the first of JARs holding it, built on first use
+}
+
+// Find returns the JAR the loader takes a class from (internal name), nil
+// when none of the JARs it searches has it.
+func (l *Loader) Find(name string) *payload.Archive {
+	if l == nil {
+		return nil
+	}
+	if l.Parent != nil && l.parentFirst(name) {
+		if a := l.Parent.Find(name); a != nil {
+			return a
+		}
+		return l.own(name)
+	}
+	if a := l.own(name); a != nil {
+		return a
+	}
+	return l.Parent.Find(name)
+}
+
+func (l *Loader) own(name string) *payload.Archive {
+	if l.index == nil {
+		// One map for the loader's JARs, the first JAR of a name winning:
+		// a lookup is one probe, not one per JAR.
+		n := 0
+		for _, a := range l.JARs {
+			if a != nil {
+				n += len(a.Classes)
+			}
+		}
+		l.index = make(map[string]*payload.Archive, n)
+		for i := len(l.JARs) - 1; i >= 0; i-- {
+			if a := l.JARs[i]; a != nil {
+				for c := range a.Classes {
+					l.index[c] = a
+				}
+			}
+		}
+	}
+	return l.index[name]
+}
+
+func (l *Loader) parentFirst(name string) bool {
+	binary := strings.ReplaceAll(name, "/", ".")
+	for _, p := range l.ParentFirst {
+		if p != "" && strings.HasPrefix(binary, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Searched says where the loader looks for a class, for a finding.
+func (l *Loader) Searched(name string) string {
+	switch {
+	case l.Parent == nil:
+		return "lib (" + plural(len(l.JARs), "JAR") + ", flink-dist last)"
+	case l.parentFirst(name):
+		return "lib, then usrlib (parent-first pattern)"
+	default:
+		return "usrlib, then lib (child-first)"
+	}
+}
+
+// Classpath is the model every caller uses: lib's loader and usrlib's.
+type Classpath struct {
+	Lib, Usrlib *Loader
+	classes     map[*payload.Archive]map[string]*parsed
+	parentFirst []string
+
+	mu sync.Mutex // guards classes: prefetch parses on several goroutines
+}
+
+var classBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// clusterProvided: a class of a package the parent-first patterns leave to
+// the cluster's class path beyond lib, java. and the ones lib already has
+// aside: Hadoop (HADOOP_CLASSPATH), which Flink's docs tell users to add
+// outside lib. A library there that nothing in lib provides is not judged
+// missing.
+func (cp *Classpath) clusterProvided(class string) bool {
+	binary := strings.ReplaceAll(class, "/", ".")
+	for _, p := range cp.parentFirst {
+		if strings.HasPrefix(p, "org.apache.hadoop") && strings.HasPrefix(binary, p) {
+			return true
+		}
+	}
+	return false
+}
+
+type parsed struct {
+	c   *classfile.Class
+	err error
+}
+
+// NewClasspath arranges the deep facts as Flink's class loaders do.
+func NewClasspath(d *Deep) *Classpath {
+	lib := &Loader{Name: "lib", JARs: d.Lib}
+	cp := &Classpath{Lib: lib, classes: map[*payload.Archive]map[string]*parsed{}}
+	if len(d.Usrlib) > 0 {
+		cp.Usrlib = &Loader{Name: "usrlib", JARs: d.Usrlib, Parent: lib, ParentFirst: d.ParentFirst}
+	}
+	return cp
+}
+
+// Class parses a class of a JAR once.
+func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, error) {
+	cp.mu.Lock()
+	m := cp.classes[a]
+	if m == nil {
+		m = map[string]*parsed{}
+		cp.classes[a] = m
+	}
+	if p, ok := m[name]; ok {
+		cp.mu.Unlock()
+		return p.c, p.err
+	}
+	cp.mu.Unlock()
+	p := &parsed{}
+	bp := classBuffers.Get().(*[]byte)
+	data, err := a.Class(name, *bp)
+	if err == nil {
+		if cap(data) > cap(*bp) && cap(data) <= 1<<20 {
+			*bp = data[:0]
+		}
+		p.c, err = classfile.Parse(data, classfile.Options{})
+	}
+	classBuffers.Put(bp)
+	p.err = err
+	cp.mu.Lock()
+	if q, ok := m[name]; ok { // parsed meanwhile by another goroutine
+		p = q
+	} else {
+		m[name] = p
+	}
+	cp.mu.Unlock()
+	return p.c, p.err
+}
+
+// prefetch parses classes of a JAR on a few goroutines, so that the
+// inflating and parsing of a large JAR's reachable classes use every CPU.
+func (cp *Classpath) prefetch(a *payload.Archive, names []string) {
+	workers := min(runtime.GOMAXPROCS(0), 4, len(names)/8)
+	if workers < 2 {
+		return
+	}
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range next {
+				cp.Class(a, n) //nolint:errcheck // the error is kept with the class
+			}
+		}()
+	}
+	for _, n := range names {
+		next <- n
+	}
+	close(next)
+	wg.Wait()
+}
+
+// loaderOf is the loader that defines a JAR's classes.
+func (cp *Classpath) loaderOf(a *payload.Archive) *Loader {
+	if cp.Usrlib != nil {
+		for _, u := range cp.Usrlib.JARs {
+			if u == a {
+				return cp.Usrlib
+			}
+		}
+	}
+	return cp.Lib
+}
+
+// DefaultParentFirst returns classloader.parent-first-patterns.default as
+// the static initializer of flink-dist's CoreOptions builds it: the string
+// constants loaded between the option's key and the store into
+// ALWAYS_PARENT_FIRST_LOADER_PATTERNS, with the strings of any array field
+// the initializer stored earlier and reads in between (the logging
+// patterns). Only strings that look like package prefixes count (the
+// description's prose does not).
+func DefaultParentFirst(c *classfile.Class) ([]string, bool) {
+	const key = "classloader.parent-first-patterns.default"
+	stored := map[string][]string{} // field -> strings loaded since the previous store
+	var pending []string
+	var patterns []string
+	in := false
+	for _, insn := range c.Init {
+		switch {
+		case insn.String != "":
+			if insn.String == key {
+				in, patterns = true, nil
+				continue
+			}
+			if in {
+				if isPattern(insn.String) {
+					patterns = append(patterns, insn.String)
+				}
+			} else {
+				pending = append(pending, insn.String)
+			}
+		case insn.Op == 0xb2 && in && insn.Owner == c.Name: // getstatic of an earlier array
+			patterns = append(patterns, stored[insn.Name]...)
+		case insn.Op == 0xb3: // putstatic
+			if in && insn.Name == "ALWAYS_PARENT_FIRST_LOADER_PATTERNS" {
+				return patterns, len(patterns) > 0
+			}
+			if !in {
+				var keep []string
+				for _, s := range pending {
+					if isPattern(s) {
+						keep = append(keep, s)
+					}
+				}
+				stored[insn.Name] = keep
+				pending = nil
+			}
+		}
+	}
+	return nil, false
+}
+
+// isPattern: a Java package prefix, dots and identifier characters only,
+// as the parent-first patterns are written.
+func isPattern(s string) bool {
+	if s == "" || strings.Contains(s, "-") {
+		return false
+	}
+	dot := false
+	for _, r := range s {
+		switch {
+		case r == '.':
+			dot = true
+		case r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+		default:
+			return false
+		}
+	}
+	return dot
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}

@@ -1,0 +1,843 @@
+package admission
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// Symbol is the JVM symbol a shadowing, linkage or bytecode-version
+// finding is about, in the JVM's own names.
+type Symbol struct {
+	Kind       string `json:"kind"`       // class, method, field, version, shadow
+	From       string `json:"from"`       // the referencing class (internal name a/b/C)
+	Owner      string `json:"owner"`      // the referenced class (internal name)
+	Name       string `json:"name"`       // member name, or empty
+	Descriptor string `json:"descriptor"` // JVM descriptor, or empty
+	JAR        string `json:"jar"`        // the referencing JAR
+}
+
+// Symbol kinds.
+const (
+	SymClass   = "class"
+	SymMethod  = "method"
+	SymField   = "field"
+	SymVersion = "version"
+	SymShadow  = "shadow"
+)
+
+// deepJAR is one JAR of the deep facts with what the rules derive of it.
+type deepJAR struct {
+	jar     *payload.JAR
+	archive *payload.Archive
+	loader  *Loader
+	usrlib  bool
+	host    bool     // the host's own: not judged, only resolved against
+	sev     Severity // of its findings
+}
+
+// linkage is what the deep rules found, computed once per decision.
+type linkage struct {
+	shadow, class, method, field, version []Finding
+}
+
+func (v *view) linkage() *linkage {
+	if v.link != nil || v.Deep == nil {
+		return v.link
+	}
+	v.link = &linkage{}
+	if v.Deep.Err != nil {
+		return v.link
+	}
+	cp := NewClasspath(v.Deep)
+	var jars []*deepJAR
+	for i, a := range v.Deep.Lib {
+		if a != nil && i < len(v.Classpath) {
+			jars = append(jars, v.deepJAR(v.Classpath[i], a, cp.Lib, false))
+		}
+	}
+	for i, a := range v.Deep.Usrlib {
+		if a != nil && i < len(v.Usrlib) {
+			jars = append(jars, v.deepJAR(v.Usrlib[i], a, cp.Usrlib, true))
+		}
+	}
+	v.link.shadow = v.shadowing(cp, jars)
+	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line()}
+	cp.parentFirst = v.Deep.ParentFirst
+	for _, j := range jars {
+		if j.host {
+			continue
+		}
+		r.judge(j, v.link)
+	}
+	return v.link
+}
+
+// hostOwn says whether a JAR is the host's own: flink-dist, the planner,
+// an in-tree Flink module of the host's release (Implementation-Vendor-Id
+// org.apache.flink, Implementation-Version the planner's), and the Log4j
+// JARs Flink ships (Bundle-SymbolicName org.apache.logging.log4j.*).
+func (v *view) hostOwn(j *payload.JAR) bool {
+	name := path.Base(j.Path)
+	if IsDist(name) || isPlannerLoader(name) || isPlannerScala(name) {
+		return true
+	}
+	if manifestValue(j, "Implementation-Vendor-Id") == "org.apache.flink" && v.flink != "" &&
+		manifestValue(j, "Implementation-Version") == v.flink {
+		return true
+	}
+	return strings.HasPrefix(manifestValue(j, "Bundle-SymbolicName"), "org.apache.logging.log4j")
+}
+
+func (v *view) deepJAR(j *payload.JAR, a *payload.Archive, l *Loader, usrlib bool) *deepJAR {
+	d := &deepJAR{jar: j, archive: a, loader: l, usrlib: usrlib, sev: Warning}
+	d.host = !usrlib && v.hostOwn(j)
+	if usrlib || v.byPath[j.Path] != nil || v.stockRequired(j) {
+		d.sev = Error
+	}
+	return d
+}
+
+// stockRequired: a payload's StreamFusion-Stock-Requires names the JAR.
+func (v *view) stockRequired(j *payload.JAR) bool {
+	for _, id := range v.ids {
+		for _, prefix := range id.Stock {
+			if prefix != "" && strings.HasPrefix(path.Base(j.Path), prefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// maxClassMajor is the newest class file version the host JDK loads; 0
+// when the JDK is not known.
+func (v *view) maxClassMajor() int {
+	if v.java == nil {
+		return 0
+	}
+	return v.java.Major + 44
+}
+
+// shadowing finds classes of lib that two JARs hold with different
+// contents (CRC and size of the central directory), and usrlib classes
+// that hide lib's child-first. Identical copies shadow nothing.
+func (v *view) shadowing(cp *Classpath, jars []*deepJAR) []Finding {
+	var out []Finding
+	first := map[string]*deepJAR{}
+	var order []string
+	hidden := map[string][]*deepJAR{}
+	for _, j := range jars {
+		if j.usrlib {
+			continue
+		}
+		for _, name := range sortedClasses(j.archive) {
+			w, ok := first[name]
+			if !ok {
+				first[name] = j
+				continue
+			}
+			a, b := w.archive.Classes[name], j.archive.Classes[name]
+			if a.CRC == b.CRC && a.Size == b.Size {
+				continue
+			}
+			if len(hidden[name]) == 0 {
+				order = append(order, name)
+			}
+			hidden[name] = append(hidden[name], j)
+		}
+	}
+	byJAR := map[[2]*deepJAR][]string{}
+	var pairs [][2]*deepJAR
+	for _, name := range order {
+		for _, h := range hidden[name] {
+			k := [2]*deepJAR{first[name], h}
+			if len(byJAR[k]) == 0 {
+				pairs = append(pairs, k)
+			}
+			byJAR[k] = append(byJAR[k], name)
+		}
+	}
+	for _, k := range pairs {
+		out = append(out, v.shadowFinding(k[0], k[1], byJAR[k], "lib", "comes first in lib"))
+	}
+	// usrlib, child-first: its classes hide lib's, except where a
+	// parent-first pattern leaves the class to lib.
+	if cp.Usrlib == nil {
+		return out
+	}
+	libJARs := map[*payload.Archive]*deepJAR{}
+	for _, j := range jars {
+		libJARs[j.archive] = j
+	}
+	for _, j := range jars {
+		if !j.usrlib {
+			continue
+		}
+		byLib := map[*deepJAR][]string{}
+		var libs []*deepJAR
+		for _, name := range sortedClasses(j.archive) {
+			if cp.Usrlib.parentFirst(name) {
+				continue
+			}
+			la := cp.Lib.Find(name)
+			if la == nil {
+				continue
+			}
+			a, b := j.archive.Classes[name], la.Classes[name]
+			if a.CRC == b.CRC && a.Size == b.Size {
+				continue
+			}
+			lj := libJARs[la]
+			if len(byLib[lj]) == 0 {
+				libs = append(libs, lj)
+			}
+			byLib[lj] = append(byLib[lj], name)
+		}
+		for _, lj := range libs {
+			out = append(out, v.shadowFinding(j, lj, byLib[lj], "usrlib", "is loaded child-first from usrlib"))
+		}
+	}
+	return out
+}
+
+func sortedClasses(a *payload.Archive) []string {
+	names := make([]string, 0, len(a.Classes))
+	for n := range a.Classes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// shadowFinding: winner's copies of names hide loser's. An error when the
+// hidden class is flink-dist's, the planner's or a StreamFusion payload's,
+// or the winner is a payload.
+func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how string) Finding {
+	sev := Warning
+	for _, j := range []*deepJAR{winner, loser} {
+		base := path.Base(j.jar.Path)
+		if IsDist(base) || isPlannerLoader(base) || isPlannerScala(base) || v.byPath[j.jar.Path] != nil {
+			sev = Error
+		}
+	}
+	first := names[0]
+	count := ""
+	if len(names) > 1 {
+		count = fmt.Sprintf(" and %d more", len(names)-1)
+	}
+	return Finding{Severity: sev, Path: winner.jar.Path,
+		Message:  fmt.Sprintf("%s%s %s and hides a different copy in %s", javaName(first), count, how, loser.jar.Path),
+		Found:    fmt.Sprintf("%s with different contents in %s (CRC %08x, %d bytes) and %s (CRC %08x, %d bytes)", plural(len(names), "class"), winner.jar.Path, winner.archive.Classes[first].CRC, winner.archive.Classes[first].Size, loser.jar.Path, loser.archive.Classes[first].CRC, loser.archive.Classes[first].Size),
+		Required: "each class once on the " + where + " classpath, or identical copies",
+		Fix:      "remove " + path.Base(winner.jar.Path) + " or the JAR it duplicates, or use a build of it that relocates (shades) the classes it bundles",
+		Symbol:   &Symbol{Kind: SymShadow, From: first, Owner: first, JAR: winner.jar.Path}}
+}
+
+// resolver resolves the references of the classes of non-host JARs.
+type resolver struct {
+	cp       *Classpath
+	packages map[string]bool // packages some JAR on the classpath provides
+	maxMajor int
+	line     string             // the host's Flink line, for the fix
+	loads    map[loadKey]string // class -> the class in its hierarchy that does not load ("" when it loads)
+}
+
+type loadKey struct {
+	l    *Loader
+	name string
+}
+
+// packages are the packages every JAR of lib and usrlib holds classes of.
+func packages(jars []*deepJAR) map[string]bool {
+	out := map[string]bool{}
+	for _, j := range jars {
+		for name := range j.archive.Classes {
+			out[pkg(name)] = true
+		}
+	}
+	return out
+}
+
+func pkg(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[:i]
+	}
+	return ""
+}
+
+// jdk says whether a class is the JDK's: its modules are not read, so a
+// reference to them is taken to link, and a hierarchy that reaches one may
+// hold any member.
+func jdk(name string) bool {
+	for _, p := range []string{"java/", "javax/", "jdk/", "sun/", "com/sun/", "org/w3c/", "org/xml/", "org/ietf/", "org/omg/"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// element strips array dimensions: the class an array type resolves.
+func element(name string) (string, bool) {
+	if !strings.HasPrefix(name, "[") {
+		return name, true
+	}
+	d := strings.TrimLeft(name, "[")
+	if strings.HasPrefix(d, "L") && strings.HasSuffix(d, ";") {
+		return d[1 : len(d)-1], true
+	}
+	return "", false // an array of primitives
+}
+
+// load resolves a class through l and says which class of its hierarchy
+// does not load ("" when all do); jdkFound reports a JDK class.
+func (r *resolver) load(l *Loader, name string) (missing string) {
+	if jdk(name) {
+		return ""
+	}
+	k := loadKey{l, name}
+	if m, ok := r.loads[k]; ok {
+		return m
+	}
+	if r.loads == nil {
+		r.loads = map[loadKey]string{}
+	}
+	r.loads[k] = "" // a cycle is the JVM's ClassCircularityError, not ours to report
+	a := l.Find(name)
+	if a == nil {
+		r.loads[k] = name
+		return name
+	}
+	c, err := r.cp.Class(a, name)
+	if err != nil {
+		r.loads[k] = ""
+		return "" // an unreadable class is layout-unreadable's business, not linkage's
+	}
+	dl := r.cp.loaderOf(a)
+	for _, s := range append([]string{c.Super}, c.Interfaces...) {
+		if s == "" {
+			continue
+		}
+		if m := r.load(dl, s); m != "" {
+			r.loads[k] = m
+			return m
+		}
+	}
+	return ""
+}
+
+// class returns the class l resolves name to, parsed, with its defining
+// loader; nil for a JDK class or one that does not load.
+func (r *resolver) class(l *Loader, name string) (*classfile.Class, *Loader, *payload.Archive) {
+	if jdk(name) {
+		return nil, nil, nil
+	}
+	a := l.Find(name)
+	if a == nil {
+		return nil, nil, nil
+	}
+	c, err := r.cp.Class(a, name)
+	if err != nil {
+		return nil, nil, nil
+	}
+	return c, r.cp.loaderOf(a), a
+}
+
+// lookup is the JVMS 5.4.3 search for a member; found is true also when
+// the search reaches a class it cannot see into (the JDK's).
+func (r *resolver) lookup(l *Loader, ref classfile.Ref) (found bool, looked []string) {
+	declares := func(c *classfile.Class) bool {
+		ms := c.Methods
+		if ref.Kind == classfile.Field {
+			ms = c.Fields
+		}
+		for _, m := range ms {
+			if m.Name == ref.Name && m.Descriptor == ref.Descriptor {
+				return true
+			}
+		}
+		return false
+	}
+	c, cl, _ := r.class(l, ref.Owner)
+	if c == nil {
+		return true, nil
+	}
+	if ref.Name == "<init>" || ref.Name == "<clinit>" {
+		return declares(c), []string{ref.Owner}
+	}
+	// supers walks the superclass chain from c; unknown when it reaches a
+	// JDK class whose members are not known here.
+	supers := func(c *classfile.Class, l *Loader, visit func(*classfile.Class, *Loader) bool) (hit, unknown bool) {
+		for c != nil {
+			looked = append(looked, c.Name)
+			if visit(c, l) {
+				return true, false
+			}
+			if c.Super == "" {
+				return false, false
+			}
+			if jdk(c.Super) {
+				members, known := jdkMembers[c.Super]
+				if !known {
+					return false, true
+				}
+				looked = append(looked, c.Super)
+				return ref.Kind != classfile.Field && slices.Contains(members, ref.Name+ref.Descriptor), false
+			}
+			c, l, _ = r.class(l, c.Super)
+		}
+		return false, true
+	}
+	var ifaces func(c *classfile.Class, l *Loader, seen map[string]bool) (hit, unknown bool)
+	ifaces = func(c *classfile.Class, l *Loader, seen map[string]bool) (bool, bool) {
+		unknown := false
+		for _, i := range c.Interfaces {
+			if seen[i] {
+				continue
+			}
+			seen[i] = true
+			if jdk(i) {
+				members, known := jdkMembers[i]
+				if !known {
+					unknown = true
+				} else if ref.Kind != classfile.Field && slices.Contains(members, ref.Name+ref.Descriptor) {
+					return true, false
+				}
+				continue
+			}
+			ic, il, _ := r.class(l, i)
+			if ic == nil {
+				unknown = true
+				continue
+			}
+			looked = append(looked, ic.Name)
+			if declares(ic) {
+				return true, false
+			}
+			if h, u := ifaces(ic, il, seen); h {
+				return true, false
+			} else if u {
+				unknown = true
+			}
+		}
+		return false, unknown
+	}
+	// allInterfaces searches the superinterfaces of c and of every superclass.
+	allInterfaces := func() (bool, bool) {
+		seen := map[string]bool{}
+		unknown := false
+		hit, u := supers(c, cl, func(k *classfile.Class, kl *Loader) bool {
+			h, uu := ifaces(k, kl, seen)
+			unknown = unknown || uu
+			return h
+		})
+		return hit, unknown || u
+	}
+	switch ref.Kind {
+	case classfile.Field:
+		// The class, its superinterfaces, then its superclass, recursively:
+		// the order differs, the set searched does not.
+		if hit, u := supers(c, cl, func(k *classfile.Class, _ *Loader) bool { return declares(k) }); hit || u {
+			return true, looked
+		}
+		hit, u := allInterfaces()
+		return hit || u, uniq(looked)
+	case classfile.InterfaceMethod:
+		if declares(c) || objectMethod(ref) {
+			return true, []string{c.Name}
+		}
+		looked = []string{c.Name}
+		hit, u := ifaces(c, cl, map[string]bool{})
+		return hit || u, uniq(looked)
+	default:
+		if hit, u := supers(c, cl, func(k *classfile.Class, _ *Loader) bool { return declares(k) }); hit || u {
+			return true, looked
+		}
+		hit, u := allInterfaces()
+		return hit || u, uniq(looked)
+	}
+}
+
+func uniq(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// jdkMembers are the complete member sets (name and descriptor, with
+// inherited ones) of the JDK types most hierarchies end in: reaching one of
+// these, a search knows a member is missing; reaching any other JDK type,
+// it cannot tell and takes the member to exist.
+var jdkMembers = map[string][]string{
+	"java/lang/Object": {"hashCode()I", "equals(Ljava/lang/Object;)Z", "toString()Ljava/lang/String;", "getClass()Ljava/lang/Class;",
+		"notify()V", "notifyAll()V", "wait()V", "wait(J)V", "wait(JI)V", "clone()Ljava/lang/Object;", "finalize()V"},
+	"java/io/Serializable":    nil,
+	"java/lang/Cloneable":     nil,
+	"java/lang/AutoCloseable": {"close()V"},
+	"java/io/Closeable":       {"close()V"},
+	"java/lang/Runnable":      {"run()V"},
+	"java/lang/Comparable":    {"compareTo(Ljava/lang/Object;)I"},
+}
+
+// objectMethod: an interface method reference java.lang.Object's public
+// methods answer (JVMS 5.4.3.4 step 3).
+func objectMethod(ref classfile.Ref) bool {
+	switch ref.Name + ref.Descriptor {
+	case "hashCode()I", "equals(Ljava/lang/Object;)Z", "toString()Ljava/lang/String;", "getClass()Ljava/lang/Class;",
+		"notify()V", "notifyAll()V", "wait()V", "wait(J)V", "wait(JI)V":
+		return true
+	}
+	return false
+}
+
+// reachable are the classes of j the JVM can reach from its entry points
+// (service implementations, Main-Class, Program-Class), through classes
+// of j itself, in the order found.
+func (r *resolver) reachable(j *deepJAR, visit func(*classfile.Class, namespaces)) {
+	var roots []string
+	for _, s := range j.archive.Services {
+		data, err := j.archive.File(s)
+		if err != nil {
+			continue
+		}
+		roots = append(roots, payload.ServiceClasses(data)...)
+	}
+	for _, attr := range []string{"Main-Class", "Program-Class"} {
+		if m := manifestValue(j.jar, attr); m != "" {
+			roots = append(roots, strings.ReplaceAll(strings.TrimSpace(m), ".", "/"))
+		}
+	}
+	own := namespaces{}
+	for _, root := range roots {
+		own.add(root)
+	}
+	// Breadth first, one level at a time: a level's classes are parsed
+	// together (prefetch), then judged in order.
+	seen := map[string]bool{}
+	level := roots
+	for len(level) > 0 {
+		var mine []string
+		for _, name := range level {
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			if j.loader.Find(name) != j.archive {
+				continue // another JAR's copy is the one loaded
+			}
+			mine = append(mine, name)
+		}
+		r.cp.prefetch(j.archive, mine)
+		var nextLevel []string
+		for _, name := range mine {
+			c, err := r.cp.Class(j.archive, name)
+			if err != nil {
+				continue
+			}
+			next := func(n string) {
+				if e, ok := element(n); ok && !seen[e] {
+					if _, in := j.archive.Classes[e]; in {
+						nextLevel = append(nextLevel, e)
+					}
+				}
+			}
+			next(c.Super)
+			for _, i := range c.Interfaces {
+				next(i)
+			}
+			for _, k := range c.Classes {
+				next(k)
+			}
+			for _, ref := range c.Refs {
+				next(ref.Owner)
+			}
+			visit(c, own)
+			// What instructions use is judged: only the members stay, for
+			// the resolution of other classes' references.
+			c.Classes, c.Refs = nil, nil
+		}
+		level = nextLevel
+	}
+}
+
+// library is the namespace a class's library occupies: its package's first
+// four segments (org/apache/kafka/clients, org/apache/kafka/common).
+func library(class string) string {
+	parts := strings.Split(pkg(class), "/")
+	return strings.Join(parts[:min(4, len(parts))], "/")
+}
+
+// namespaces are the packages of a JAR's own code: those of its entry
+// points, cut to their first four segments (org/apache/flink/connector,
+// com/acme/jobs). Code a JAR bundles from elsewhere lies outside them,
+// relocated or not (Kafka's clients in the fat SQL connector, at
+// org/apache/flink/kafka/shaded/...); a package with a segment named
+// "shaded" is never a JAR's own.
+type namespaces map[string]bool
+
+func namespace(class string) (string, bool) {
+	parts := strings.Split(pkg(class), "/")
+	if slices.Contains(parts, "shaded") {
+		return "", false
+	}
+	return strings.Join(parts[:min(4, len(parts))], "/"), true
+}
+
+func (n namespaces) add(class string) {
+	if ns, ok := namespace(class); ok {
+		n[ns] = true
+	}
+}
+
+func (n namespaces) has(class string) bool {
+	ns, ok := namespace(class)
+	return ok && n[ns]
+}
+
+// judge resolves every reference of j's reachable classes.
+func (r *resolver) judge(j *deepJAR, out *linkage) {
+	fix := fixFor(j, r.line)
+	var newer []*classfile.Class
+	// A library nothing on the classpath provides is one the JAR requires
+	// when its own classes are built on it: a supertype of a reachable
+	// class of its own code lies in it, so that class cannot load at all.
+	// References into other absent libraries stay quiet: optional paths
+	// (Oracle types in the JDBC dialects, Joda in Avro's converters) that
+	// fail where the JAR belongs too. Which libraries are required is known
+	// once every reachable class is seen: until then such findings wait.
+	required := map[string]bool{}
+	type pending struct {
+		f       Finding
+		library string
+	}
+	var absent []pending
+	r.reachable(j, func(c *classfile.Class, own namespaces) {
+		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
+			newer = append(newer, c)
+		}
+		seen := map[string]bool{}
+		classFailed := func(owner, missing string) {
+			if seen[owner] {
+				return
+			}
+			seen[owner] = true
+			provided := r.packages[pkg(missing)]
+			if !provided && (!own.has(c.Name) || r.cp.clusterProvided(missing)) {
+				return // bundled code's, or the cluster's: it fails where the JAR belongs too
+			}
+			found := "no " + javaName(missing) + " in " + j.loader.Searched(missing) + " or the JDK"
+			if owner != missing {
+				found = "its supertype " + javaName(missing) + " is in none of " + j.loader.Searched(missing) + ", nor the JDK"
+			}
+			msg := simpleName(c.Name) + " uses " + javaName(owner) + ", which does not load"
+			if owner == c.Name {
+				msg = simpleName(c.Name) + " does not load"
+			}
+			f := Finding{Severity: j.sev, Path: j.jar.Path,
+				Message:  msg,
+				Found:    found,
+				Required: javaName(missing) + " on the classpath, as " + path.Base(j.jar.Path) + " was built against it",
+				Fix:      fix,
+				Symbol:   &Symbol{Kind: SymClass, From: c.Name, Owner: owner, JAR: j.jar.Path}}
+			if provided {
+				out.class = append(out.class, f)
+				return
+			}
+			// A library nothing provides is one the user may be meant to
+			// add (Paimon's CDC actions): a warning whatever the JAR. A
+			// class missing from a package the classpath has is the host's
+			// API changing under the JAR: the JAR's severity.
+			f.Severity = Warning
+			absent = append(absent, pending{f, library(missing)})
+		}
+		if m := r.load(j.loader, c.Name); m != "" {
+			if !r.packages[pkg(m)] && own.has(c.Name) && !r.cp.clusterProvided(m) {
+				required[library(m)] = true
+			}
+			classFailed(c.Name, m)
+		}
+		for _, k := range c.Classes {
+			e, ok := element(k)
+			if !ok {
+				continue
+			}
+			if m := r.load(j.loader, e); m != "" {
+				classFailed(e, m)
+			}
+		}
+		for _, ref := range c.Refs {
+			owner, ok := element(ref.Owner)
+			if !ok || owner != ref.Owner {
+				continue // a member of an array type: clone() and Object's
+			}
+			if m := r.load(j.loader, owner); m != "" {
+				classFailed(owner, m)
+				continue
+			}
+			found, looked := r.lookup(j.loader, ref)
+			if found {
+				continue
+			}
+			kind, list := SymMethod, &out.method
+			member := javaMember(ref)
+			if ref.Kind == classfile.Field {
+				kind, list = SymField, &out.field
+			}
+			where := "its class"
+			if len(looked) > 1 {
+				var ns []string
+				for _, n := range looked[1:] {
+					ns = append(ns, simpleName(n))
+				}
+				where = "the class, then " + strings.Join(ns, ", ")
+			}
+			in := ""
+			if a := j.loader.Find(owner); a != nil {
+				in = " in " + a.Path
+			}
+			*list = append(*list, Finding{Severity: j.sev, Path: j.jar.Path,
+				Message:  simpleName(c.Name) + " uses " + member + ", which the host does not have",
+				Found:    "no " + member + " in " + javaName(owner) + in + " (looked in " + where + ")",
+				Required: member + ", as " + path.Base(j.jar.Path) + " was built against it",
+				Fix:      fix,
+				Symbol:   &Symbol{Kind: kind, From: c.Name, Owner: owner, Name: ref.Name, Descriptor: ref.Descriptor, JAR: j.jar.Path}})
+		}
+	})
+	for _, p := range absent {
+		if required[p.library] {
+			out.class = append(out.class, p.f)
+		}
+	}
+	if len(newer) > 0 {
+		c := newer[0]
+		out.version = append(out.version, Finding{Severity: j.sev, Path: j.jar.Path,
+			Message:  fmt.Sprintf("%s is compiled for a newer Java than the host's", javaName(c.Name)),
+			Found:    fmt.Sprintf("class file version %d (Java %d) in %s reachable from its entry points", c.Major, int(c.Major)-44, plural(len(newer), "class")),
+			Required: fmt.Sprintf("class file version %d (Java %d) or older", r.maxMajor, r.maxMajor-44),
+			Fix:      "use a build of " + path.Base(j.jar.Path) + " compiled for the host's Java, or a Flink image with a newer JDK",
+			Symbol:   &Symbol{Kind: SymVersion, From: c.Name, Owner: c.Name, JAR: j.jar.Path}})
+	}
+}
+
+// fixFor names what to install instead: the JAR's Maven coordinates
+// (Implementation-Vendor-Id as the group, the file name less its
+// Implementation-Version as the artifact, else the path of an embedded
+// POM), in a release built for the host's Flink line.
+func fixFor(j *deepJAR, line string) string {
+	base := path.Base(j.jar.Path)
+	target := "the host's Flink release"
+	if line != "" {
+		target = "Flink " + line
+	}
+	group, version := manifestValue(j.jar, "Implementation-Vendor-Id"), manifestValue(j.jar, "Implementation-Version")
+	if artifact, ok := strings.CutSuffix(base, "-"+version+".jar"); ok && group != "" && version != "" {
+		if j.usrlib {
+			return "rebuild the job against " + target + ", with the connectors built for it (" + group + ":" + artifact + " is " + version + " here)"
+		}
+		return "install " + group + ":" + artifact + " in a release built for " + target + " instead of " + version
+	}
+	for _, p := range j.archive.POMs {
+		parts := strings.Split(p, "/") // META-INF/maven/<group>/<artifact>/pom.xml
+		if len(parts) == 5 && strings.HasPrefix(base, parts[3]) {
+			return "install " + parts[2] + ":" + parts[3] + " in a release built for " + target + " instead of " + base
+		}
+	}
+	if j.usrlib {
+		return "rebuild the job against " + target + ", with the connectors built for it"
+	}
+	return "install the build of " + base + " made for " + target + ", with the dependencies it declares"
+}
+
+// javaName is a class's binary name in Java syntax (a.b.C$D).
+func javaName(internal string) string { return strings.ReplaceAll(internal, "/", ".") }
+
+func simpleName(internal string) string {
+	n := internal[strings.LastIndexByte(internal, '/')+1:]
+	return n
+}
+
+// javaMember renders a member reference in Java syntax:
+// Owner.name(ParamType, ...) for methods, Owner.name for fields; types by
+// simple name.
+func javaMember(ref classfile.Ref) string {
+	owner := simpleName(ref.Owner)
+	if ref.Kind == classfile.Field {
+		return owner + "." + ref.Name
+	}
+	params, _ := descriptorParams(ref.Descriptor)
+	return owner + "." + ref.Name + "(" + strings.Join(params, ", ") + ")"
+}
+
+// descriptorParams lists a method descriptor's parameter types in Java
+// syntax, simple names.
+func descriptorParams(desc string) ([]string, bool) {
+	if !strings.HasPrefix(desc, "(") {
+		return nil, false
+	}
+	var out []string
+	s := desc[1:]
+	for len(s) > 0 && s[0] != ')' {
+		dims := 0
+		for len(s) > 0 && s[0] == '[' {
+			dims++
+			s = s[1:]
+		}
+		if s == "" {
+			return out, false
+		}
+		var t string
+		switch s[0] {
+		case 'L':
+			end := strings.IndexByte(s, ';')
+			if end < 0 {
+				return out, false
+			}
+			t = simpleName(s[1:end])
+			s = s[end+1:]
+		default:
+			t = map[byte]string{'B': "byte", 'C': "char", 'D': "double", 'F': "float", 'I': "int", 'J': "long", 'S': "short", 'Z': "boolean"}[s[0]]
+			if t == "" {
+				return out, false
+			}
+			s = s[1:]
+		}
+		out = append(out, t+strings.Repeat("[]", dims))
+	}
+	return out, true
+}
+
+// The deep rules: one computation, split by rule.
+
+func classpathShadowed(v *view) []Finding {
+	return v.linkage().get(func(l *linkage) []Finding { return l.shadow })
+}
+func linkageClass(v *view) []Finding {
+	return v.linkage().get(func(l *linkage) []Finding { return l.class })
+}
+func linkageMethod(v *view) []Finding {
+	return v.linkage().get(func(l *linkage) []Finding { return l.method })
+}
+func linkageField(v *view) []Finding {
+	return v.linkage().get(func(l *linkage) []Finding { return l.field })
+}
+func bytecodeVersion(v *view) []Finding {
+	return v.linkage().get(func(l *linkage) []Finding { return l.version })
+}
+
+func (l *linkage) get(f func(*linkage) []Finding) []Finding {
+	if l == nil {
+		return nil
+	}
+	return f(l)
+}

@@ -1,0 +1,246 @@
+package admission
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+)
+
+// deepJAR is one JAR for the deep facts: its path and bytes.
+type jarBytes struct {
+	path string
+	data []byte
+}
+
+func deepFacts(t *testing.T, lib, usrlib []jarBytes, parentFirst ...string) *Facts {
+	t.Helper()
+	f := &Facts{LibDir: "/opt/flink/lib", JDK: JDK{Version: "17.0.15"}, Deep: &Deep{ParentFirst: parentFirst}}
+	read := func(j jarBytes) (*payload.JAR, *payload.Archive) {
+		r := bytes.NewReader(j.data)
+		a, err := payload.ReadArchive(r, int64(len(j.data)), j.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return payload.Read(r, int64(len(j.data)), j.path, payload.Options{}), a
+	}
+	for _, j := range lib {
+		pj, a := read(j)
+		f.Classpath = append(f.Classpath, pj)
+		f.Deep.Lib = append(f.Deep.Lib, a)
+	}
+	for _, j := range usrlib {
+		pj, a := read(j)
+		f.Usrlib = append(f.Usrlib, pj)
+		f.Deep.Usrlib = append(f.Deep.Usrlib, a)
+	}
+	return f
+}
+
+func m(name, desc string) testkit.Member { return testkit.Member{Name: name, Descriptor: desc} }
+
+// dist is a flink-dist of the host's own classes.
+func dist(classes ...testkit.Class) jarBytes {
+	base := []testkit.Class{
+		{Name: "org/apache/flink/Root", Methods: []testkit.Member{m("inherited", "()V")}, Fields: []testkit.Member{m("ROOT", "I")}},
+		{Name: "org/apache/flink/Api", Interface: true, Methods: []testkit.Member{m("fromInterface", "()V")}},
+		{Name: "org/apache/flink/Base", Super: "org/apache/flink/Root", Interfaces: []string{"org/apache/flink/Api"},
+			Methods: []testkit.Member{m("<init>", "(I)V"), m("present", "()V")}, Fields: []testkit.Member{m("count", "J")}},
+	}
+	return jarBytes{"/opt/flink/lib/flink-dist-2.2.0.jar", testkit.ClassJAR(testkit.Manifest("Implementation-Version", "2.2.0"), append(base, classes...), nil)}
+}
+
+func connector(path string, classes []testkit.Class, services map[string][]string) jarBytes {
+	return jarBytes{path, testkit.ClassJAR(testkit.Manifest("Implementation-Title", "Flink : Connectors : X"), classes, services)}
+}
+
+func decideDeep(t *testing.T, f *Facts) []Finding {
+	t.Helper()
+	var out []Finding
+	for _, fd := range Decide(f).Findings {
+		if fd.Symbol != nil {
+			out = append(out, fd)
+		}
+	}
+	return out
+}
+
+func symbols(fs []Finding) []string {
+	var out []string
+	for _, f := range fs {
+		s := f.Symbol
+		out = append(out, f.Rule+" "+string(f.Severity)+" "+s.Kind+" "+s.From+" -> "+s.Owner+"."+s.Name+s.Descriptor)
+	}
+	slices.Sort(out)
+	return out
+}
+
+const factory = "org.apache.flink.table.factories.Factory"
+
+func TestLinkageResolvesAsTheJVM(t *testing.T) {
+	entry := testkit.Class{Name: "org/apache/flink/connector/x/XFactory",
+		News: []string{"org/apache/flink/Base", "org/apache/flink/connector/x/Helper"},
+		Calls: []testkit.Call{
+			{Owner: "org/apache/flink/Base", Name: "<init>", Descriptor: "(I)V"},                                   // declared
+			{Owner: "org/apache/flink/Base", Name: "<init>", Descriptor: "(J)V"},                                   // missing constructor
+			{Owner: "org/apache/flink/Base", Name: "inherited", Descriptor: "()V"},                                 // in the superclass
+			{Owner: "org/apache/flink/Base", Name: "fromInterface", Descriptor: "()V"},                             // in a superinterface
+			{Owner: "org/apache/flink/Base", Name: "hashCode", Descriptor: "()I"},                                  // Object's
+			{Owner: "org/apache/flink/Base", Name: "gone", Descriptor: "(Ljava/lang/String;[I)V"},                  // missing method
+			{Owner: "org/apache/flink/Api", Interface: true, Name: "fromInterface", Descriptor: "()V"},             // interface method
+			{Owner: "org/apache/flink/Api", Interface: true, Name: "toString", Descriptor: "()Ljava/lang/String;"}, // Object's, through an interface
+			{Field: true, Owner: "org/apache/flink/Base", Name: "count", Descriptor: "J"},                          // declared field
+			{Field: true, Owner: "org/apache/flink/Base", Name: "ROOT", Descriptor: "I"},                           // inherited field
+			{Field: true, Owner: "org/apache/flink/Base", Name: "count", Descriptor: "I"},                          // wrong type: missing
+			{Owner: "java/util/ArrayList", Name: "anything", Descriptor: "()V"},                                    // the JDK: not modelled
+		},
+		Unused: []string{"org/apache/flink/NotThere"}, // in the pool only
+	}
+	helper := testkit.Class{Name: "org/apache/flink/connector/x/Helper",
+		News: []string{"org/apache/flink/Missing"}, // package org/apache/flink exists: a missing class
+	}
+	unreachable := testkit.Class{Name: "org/apache/flink/connector/x/Unused", News: []string{"org/apache/flink/AlsoMissing"}}
+	f := deepFacts(t, []jarBytes{
+		connector("/opt/flink/lib/flink-connector-x-1.0-1.18.jar", []testkit.Class{entry, helper, unreachable}, map[string][]string{factory: {"org.apache.flink.connector.x.XFactory"}}),
+		dist(),
+	}, nil)
+	got := symbols(decideDeep(t, f))
+	want := []string{
+		"linkage-class warning class org/apache/flink/connector/x/Helper -> org/apache/flink/Missing.",
+		"linkage-field warning field org/apache/flink/connector/x/XFactory -> org/apache/flink/Base.countI",
+		"linkage-method warning method org/apache/flink/connector/x/XFactory -> org/apache/flink/Base.<init>(J)V",
+		"linkage-method warning method org/apache/flink/connector/x/XFactory -> org/apache/flink/Base.gone(Ljava/lang/String;[I)V",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, fd := range decideDeep(t, f) {
+		if fd.Symbol.Name == "gone" && !strings.Contains(fd.Message, "Base.gone(String, int[])") {
+			t.Errorf("message not in Java syntax: %s", fd.Text())
+		}
+		if fd.Symbol.JAR != "/opt/flink/lib/flink-connector-x-1.0-1.18.jar" {
+			t.Errorf("symbol's JAR %q", fd.Symbol.JAR)
+		}
+	}
+}
+
+func TestLinkageSupertypeMissing(t *testing.T) {
+	entry := testkit.Class{Name: "org/apache/flink/connector/x/XSink", Super: "org/apache/flink/api/TwoPhaseSink"}
+	f := deepFacts(t, []jarBytes{
+		connector("/opt/flink/lib/x.jar", []testkit.Class{entry}, map[string][]string{factory: {"org.apache.flink.connector.x.XSink"}}),
+		dist(testkit.Class{Name: "org/apache/flink/api/Sink"}),
+	}, nil)
+	got := decideDeep(t, f)
+	if len(got) != 1 || got[0].Rule != "linkage-class" || got[0].Symbol.Owner != "org/apache/flink/connector/x/XSink" ||
+		!strings.Contains(got[0].Found, "org.apache.flink.api.TwoPhaseSink") {
+		t.Fatalf("got %v", got)
+	}
+}
+
+// A library nothing on the classpath provides: reported when the JAR's own
+// classes are built on it (a thin connector without its client library:
+// a class of its own implements one of the library's interfaces), quiet
+// for another absent library its own code only calls (an optional path),
+// and quiet from code it bundles (a library shaded into a fat connector).
+func TestLinkageMissingDependency(t *testing.T) {
+	own := testkit.Class{Name: "org/apache/flink/connector/x/XSource",
+		News: []string{"org/apache/kafka/clients/Consumer", "org/joda/time/DateTime", "org/apache/flink/connector/x/XCallback", "org/apache/flink/kafka/shaded/org/apache/kafka/Oauth"}}
+	callback := testkit.Class{Name: "org/apache/flink/connector/x/XCallback", Interfaces: []string{"org/apache/kafka/clients/Callback"}}
+	bundled := testkit.Class{Name: "org/apache/flink/kafka/shaded/org/apache/kafka/Oauth", Super: "com/github/luben/zstd/BufferPool", News: []string{"com/fasterxml/jackson/databind/ObjectMapper"}}
+	jar := func(classes ...testkit.Class) []jarBytes {
+		return []jarBytes{connector("/opt/flink/lib/x.jar", classes, map[string][]string{factory: {"org.apache.flink.connector.x.XSource"}}), dist()}
+	}
+	got := symbols(decideDeep(t, deepFacts(t, jar(own, callback, bundled), nil)))
+	want := []string{
+		"linkage-class warning class org/apache/flink/connector/x/XCallback -> org/apache/flink/connector/x/XCallback.",
+		"linkage-class warning class org/apache/flink/connector/x/XSource -> org/apache/flink/connector/x/XCallback.",
+		"linkage-class warning class org/apache/flink/connector/x/XSource -> org/apache/kafka/clients/Consumer.",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Without a class of its own built on Kafka, the absent library is an optional one.
+	own.News = slices.DeleteFunc(own.News, func(n string) bool { return n == "org/apache/flink/connector/x/XCallback" })
+	if got := symbols(decideDeep(t, deepFacts(t, jar(own, bundled), nil))); len(got) != 0 {
+		t.Fatalf("optional paths reported: %v", got)
+	}
+}
+
+func TestShadowing(t *testing.T) {
+	same := testkit.Class{Name: "org/apache/flink/connector/base/Shared"}
+	differs := testkit.Class{Name: "org/apache/flink/Base", Methods: []testkit.Member{m("other", "()V")}}
+	fat := jarBytes{"/opt/flink/lib/a-fat.jar", testkit.ClassJAR("", []testkit.Class{same, differs}, nil,
+		testkit.Entry{Name: "module-info.class", Data: []byte("another module")})}
+	f := deepFacts(t, []jarBytes{fat, dist(same)}, nil)
+	got := decideDeep(t, f)
+	if len(got) != 1 || got[0].Rule != "classpath-shadowed" || got[0].Severity != Error ||
+		got[0].Symbol.Owner != "org/apache/flink/Base" || got[0].Symbol.Kind != SymShadow || got[0].Path != "/opt/flink/lib/a-fat.jar" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestUsrlibChildFirst(t *testing.T) {
+	main := testkit.Class{Name: "com/acme/job/Main", Calls: []testkit.Call{{Owner: "com/acme/lib/Util", Name: "help", Descriptor: "()V"}}}
+	// usrlib's copy of a lib class is loaded first (child-first), but
+	// org.apache.flink. is parent-first: lib's Base answers.
+	util := testkit.Class{Name: "com/acme/lib/Util", Methods: []testkit.Member{m("help", "()V")}}
+	oldBase := testkit.Class{Name: "org/apache/flink/Base"}
+	job := jarBytes{"/opt/flink/usrlib/job.jar", testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.job.Main"), []testkit.Class{main, util, oldBase}, nil)}
+	libUtil := testkit.Class{Name: "com/acme/lib/Util"}
+	f := deepFacts(t, []jarBytes{connector("/opt/flink/lib/util.jar", []testkit.Class{libUtil}, nil), dist()}, []jarBytes{job}, "java.", "org.apache.flink.")
+	got := symbols(decideDeep(t, f))
+	want := []string{"classpath-shadowed warning shadow com/acme/lib/Util -> com/acme/lib/Util."}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	// Without the parent-first pattern, the job's Base hides flink-dist's.
+	f = deepFacts(t, []jarBytes{connector("/opt/flink/lib/util.jar", []testkit.Class{libUtil}, nil), dist()}, []jarBytes{job}, "java.")
+	if got := symbols(decideDeep(t, f)); len(got) != 2 || !strings.HasPrefix(got[0], "classpath-shadowed error shadow org/apache/flink/Base") {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestLinkageSeverityAndVersion(t *testing.T) {
+	main := testkit.Class{Name: "com/acme/job/Main", Major: 65, Calls: []testkit.Call{{Owner: "org/apache/flink/Base", Name: "gone", Descriptor: "()V"}}}
+	job := jarBytes{"/opt/flink/usrlib/job.jar", testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.job.Main"), []testkit.Class{main}, nil)}
+	f := deepFacts(t, []jarBytes{dist()}, []jarBytes{job}, "java.", "org.apache.flink.")
+	got := symbols(decideDeep(t, f))
+	want := []string{
+		"bytecode-version error version com/acme/job/Main -> com/acme/job/Main.",
+		"linkage-method error method com/acme/job/Main -> org/apache/flink/Base.gone()V",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	// A lib JAR's finding is a warning, raised by STREAMFUSION_STRICT.
+	lib := connector("/opt/flink/lib/x.jar", []testkit.Class{main}, nil)
+	lib.data = testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.job.Main"), []testkit.Class{main}, nil)
+	f = deepFacts(t, []jarBytes{lib, dist()}, nil)
+	f.Strict = true
+	for _, fd := range decideDeep(t, f) {
+		if fd.Severity != Error || !fd.Strict {
+			t.Errorf("strict: %s %s strict=%v", fd.Rule, fd.Severity, fd.Strict)
+		}
+	}
+}
+
+func TestNoDeepFactsNoDeepFindings(t *testing.T) {
+	f := deepFacts(t, []jarBytes{connector("/opt/flink/lib/x.jar", []testkit.Class{{Name: "a/B", Super: "a/Gone"}}, map[string][]string{factory: {"a.B"}}), dist()}, nil)
+	if len(decideDeep(t, f)) == 0 {
+		t.Fatal("the deep facts find nothing: the test cannot fail")
+	}
+	f.Deep = nil
+	if got := decideDeep(t, f); len(got) != 0 {
+		t.Fatalf("without deep facts: %v", got)
+	}
+}
+
+func TestDescriptorParams(t *testing.T) {
+	got, ok := descriptorParams("(Lorg/apache/flink/FutureCompletingBlockingQueue;Ljava/util/function/Supplier;[[IJZ)V")
+	if !ok || strings.Join(got, ", ") != "FutureCompletingBlockingQueue, Supplier, int[][], long, boolean" {
+		t.Fatalf("%v %v", got, ok)
+	}
+}
