@@ -32,11 +32,22 @@ import (
 
 var entrypoints = map[string]string{} // by architecture
 
+// testDir holds what TestMain builds, and the CLI binaries built on demand.
+var testDir string
+
 func TestMain(m *testing.M) {
+	// Re-run as the CLI itself (os/exec's helper-process pattern), with the
+	// fault hooks of faults_test.go: the child processes of the install
+	// tests that kill, lock and race.
+	if os.Getenv("STREAMFUSION_TEST_CLI") == "1" {
+		fileOps = faultOps
+		os.Exit(run(context.Background(), os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+	}
 	dir, err := os.MkdirTemp("", "streamfusion-test-")
 	if err != nil {
 		panic(err)
 	}
+	testDir = dir
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")) // the layer cache of these tests only
 	for _, arch := range []string{"amd64", "arm64"} {
 		out := filepath.Join(dir, "entrypoint-linux-"+arch)

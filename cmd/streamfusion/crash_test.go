@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/install"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+)
+
+// The install tests of record for a process that dies: the CLI runs as a
+// child process (the test binary re-run as the CLI, see TestMain), and its
+// fault hook (faults_test.go) stops it with SIGKILL after a chosen file
+// operation.
+
+// cliBin is the test binary, which TestMain runs as the CLI when
+// STREAMFUSION_TEST_CLI=1 (runBin sets it); the fault hooks act only when
+// their variables are set.
+func cliBin() string { return os.Args[0] }
+
+type result struct {
+	code   int
+	signal syscall.Signal
+	stdout string
+	stderr string
+}
+
+// runBin runs a binary with exactly env (and extra) as its environment.
+func runBin(t *testing.T, bin string, env map[string]string, extra []string, args ...string) result {
+	t.Helper()
+	cmd := osexec.Command(bin, args...)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, extra...)
+	if bin == os.Args[0] {
+		cmd.Env = append(cmd.Env, "STREAMFUSION_TEST_CLI=1")
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *osexec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		ws := exit.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			r.signal = ws.Signal()
+		}
+		r.code = exit.ExitCode()
+	default:
+		require.NoError(t, err)
+	}
+	return r
+}
+
+// realisticUpgrade is an install as a user's automation makes it: a Flink
+// 2.2.1 distribution holding StreamFusion 0.1.0 under its Maven file
+// names (loader, core and the kafka, json and csv extensions), upgraded to
+// 0.2.0 (loader, core, three extensions), installed under the documented
+// names: five files move aside, five new ones go into place.
+func realisticUpgrade(t *testing.T) (testkit.Dist, []string) {
+	t.Helper()
+	d := testkit.Good("2.2.1").With(testkit.Placed{Name: "streamfusion-csv-0.1.0.jar", Payload: testkit.Extension("csv", "2.2", "0.1.0")})
+	dir := t.TempDir()
+	var jars []string
+	for _, p := range []testkit.Payload{testkit.Loader("2.2", "0.2.0"), testkit.Core("2.2", "0.2.0"),
+		testkit.Extension("kafka", "2.2", "0.2.0"), testkit.Extension("json", "2.2", "0.2.0"), testkit.Extension("csv", "2.2", "0.2.0")} {
+		f := filepath.Join(dir, p.FileName())
+		require.NoError(t, os.WriteFile(f, p.Bytes(), 0o644))
+		jars = append(jars, f)
+	}
+	return d, jars
+}
+
+// leftovers are the install's own files left in lib.
+func leftovers(t *testing.T, home string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range []string{install.JournalName, install.StageName} {
+		if _, err := os.Lstat(filepath.Join(home, "lib", n)); err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+var stepLine = regexp.MustCompile(`(?m)^fault-step (\d+): (\S+) (.*)$`)
+
+// A SIGKILL after every file operation of a realistic install, one run per
+// operation: check and the entrypoint refuse lib with install-interrupted
+// while the journal is there; install --recover leaves lib byte for byte
+// as before (when not every new file was in place yet) or as after (when
+// every one was), with no journal or stage left; lib is admitted then; and
+// the install run again succeeds.
+func TestInstallKilledAtEveryStep(t *testing.T) {
+	d, jars := realisticUpgrade(t)
+	cli := cliBin()
+
+	// The uninterrupted install: the state after, and its steps.
+	home, env := flinkHome(t, d)
+	before := libState(t, home)
+	r := runBin(t, cli, env, []string{"STREAMFUSION_FAULT_TRACE=1"}, append([]string{"install", "--flink-home", home}, jars...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	after := libState(t, home)
+	require.NotEqual(t, before, after)
+	steps := stepLine.FindAllStringSubmatch(r.stderr, -1)
+	lastPlace := 0 // the step that puts the last new file in place
+	for _, s := range steps {
+		if s[2] == "rename" && strings.Contains(s[3], install.StageName+"/") && strings.Contains(s[3], ".new -> ") {
+			lastPlace, _ = strconv.Atoi(s[1])
+		}
+	}
+	require.GreaterOrEqual(t, len(steps), 2+1+5+2+1+10*4+1+4, "journal, stage, 5 files, syncs, 10 renames with their syncs and marks, commit, cleanup:\n%s", r.stderr)
+	require.Positive(t, lastPlace)
+
+	for n := 1; n <= len(steps); n++ {
+		t.Run(fmt.Sprintf("killed after step %d %s", n, steps[n-1][2]), func(t *testing.T) {
+			home, env := flinkHome(t, d)
+			r := runBin(t, cli, env, []string{"STREAMFUSION_FAULT_KILL_AFTER=" + strconv.Itoa(n)}, append([]string{"install", "--flink-home", home}, jars...)...)
+			require.Equal(t, syscall.SIGKILL, r.signal, "stopped by the hook: %s", r.stderr)
+
+			if _, err := os.Lstat(filepath.Join(home, "lib", install.JournalName)); err == nil {
+				r = runBin(t, cli, env, nil, "check", "--flink-home", home)
+				assert.Equal(t, 78, r.code, r.stdout)
+				assert.Contains(t, r.stdout, "[install-interrupted]")
+				assert.Contains(t, r.stdout, "streamfusion install --recover --flink-home "+home)
+				r = runBin(t, entrypoints["amd64"], env, []string{"FLINK_HOME=" + home}, "streamfusion", "check")
+				assert.Equal(t, 78, r.code, "the entrypoint refuses too: %s%s", r.stdout, r.stderr)
+				assert.Contains(t, r.stdout+r.stderr, "install-interrupted")
+			} else {
+				require.GreaterOrEqual(t, n, len(steps)-1, "only the last steps (the journal removed, lib synced) leave no journal")
+				assert.Equal(t, after, libState(t, home))
+			}
+
+			r = runBin(t, cli, env, nil, "install", "--recover", "--flink-home", home)
+			require.Equal(t, 0, r.code, r.stderr)
+			if n >= lastPlace {
+				assert.Equal(t, after, libState(t, home), "every new file was in place: completed (%s)", r.stdout)
+			} else {
+				assert.Equal(t, before, libState(t, home), "rolled back (%s)", r.stdout)
+			}
+			assert.Empty(t, leftovers(t, home))
+			r = runBin(t, cli, env, nil, "check", "--flink-home", home)
+			assert.Equal(t, 0, r.code, r.stdout)
+
+			r = runBin(t, cli, env, nil, append([]string{"install", "--flink-home", home}, jars...)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, after, libState(t, home))
+			assert.Empty(t, leftovers(t, home))
+		})
+	}
+}
+
+// A power cut keeps what was fsynced. Every operation of install that
+// changes a directory is followed by an fsync of it before the next, so
+// what a power cut can leave is lib as it was at an fsync point, plus at
+// most the one operation after it (the states TestInstallKilledAtEveryStep
+// recovers), with the journal's last line possibly cut short (the torn
+// tails of internal/install's TestRecoverEveryCrashState). Here the test
+// build copies lib at each fsync point of a real install, and each copy is
+// recovered by the real binary.
+func TestInstallPowerCutAtEveryFsync(t *testing.T) {
+	d, jars := realisticUpgrade(t)
+	cli := cliBin()
+	home, env := flinkHome(t, d)
+	before := libState(t, home)
+	snaps := t.TempDir()
+	r := runBin(t, cli, env, []string{"STREAMFUSION_FAULT_SNAPSHOTS=" + snaps, "STREAMFUSION_FAULT_LIB=" + filepath.Join(home, "lib")},
+		append([]string{"install", "--flink-home", home}, jars...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	after := libState(t, home)
+	ents, err := os.ReadDir(snaps)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(ents), 30, "an fsync after every step")
+	names := []string{}
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	sawBefore, sawAfter := false, false
+	for _, n := range names {
+		// The copy becomes the lib of an otherwise empty FLINK_HOME:
+		// recovery needs nothing else.
+		h := t.TempDir()
+		require.NoError(t, os.Rename(filepath.Join(snaps, n), filepath.Join(h, "lib")))
+		r := runBin(t, cli, env, nil, "install", "--recover", "--flink-home", h)
+		require.Equal(t, 0, r.code, "snapshot %s: %s", n, r.stderr)
+		got := libState(t, h)
+		switch {
+		case equalState(got, before):
+			sawBefore = true
+		case equalState(got, after):
+			sawAfter = true
+		default:
+			t.Errorf("snapshot %s recovered to neither before nor after: %v", n, keys(got))
+		}
+		assert.Empty(t, leftovers(t, h), "snapshot %s", n)
+	}
+	assert.True(t, sawBefore && sawAfter, "some fsync points roll back, some complete")
+}
+
+func equalState(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
