@@ -94,8 +94,9 @@ func LockLib(ctx context.Context, lib string, shared bool, timeout time.Duration
 		}
 		waited := time.Since(start)
 		if waited >= timeout {
+			h := holderOf(f)
 			f.Close()
-			return nil, &LockedError{Lib: lib, Waited: waited.Round(time.Millisecond), Holder: holderOf(f)}
+			return nil, &LockedError{Lib: lib, Waited: waited.Round(time.Millisecond), Holder: h}
 		}
 		if !told && waiting != nil {
 			waiting(holderOf(f))
