@@ -102,4 +102,3 @@ func TestSharedLocks(t *testing.T) {
 	_, err = LockLib(context.Background(), lib+"/missing", false, 0, nil)
 	require.True(t, errors.Is(err, os.ErrNotExist), "%v", err)
 }
-
