@@ -234,3 +234,131 @@ func keys(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Two installs into one lib started together, 100 rounds, each round with
+// its own release and payload sets: the loser waits for the lock and then
+// succeeds, and lib ends exactly as the two installs one after the other
+// make it (both orders give the same lib). Every fourth round both run
+// with --lock-timeout 0: the loser, if they met, exits 1 naming the
+// winner's pid, and lib is as the winner alone makes it.
+func TestInstallsStartedTogether(t *testing.T) {
+	cli := cliBin()
+	extras := []string{"csv", "avro", "parquet", "raw", "orc", "protobuf"}
+	met := 0
+	for round := range 100 {
+		version := fmt.Sprintf("0.%d.0", round+2)
+		setA := []string{extras[round%len(extras)]}
+		setB := []string{extras[(round+1)%len(extras)], extras[(round+3)%len(extras)]}
+		home, env := flinkHome(t, testkit.Good("2.2.1"))
+		before := libState(t, home)
+		dir := t.TempDir()
+		args := func(mods []string) ([]string, map[string]string) {
+			files := map[string]string{} // lib name -> contents
+			list := []string{"install", "--flink-home", home}
+			if round%4 == 3 {
+				list = append(list, "--lock-timeout", "0")
+			}
+			ps := []testkit.Payload{testkit.Loader("2.2", version), testkit.Core("2.2", version),
+				testkit.Extension("kafka", "2.2", version), testkit.Extension("json", "2.2", version)}
+			for _, m := range mods {
+				ps = append(ps, testkit.Extension(m, "2.2", version))
+			}
+			for _, p := range ps {
+				b := p.Bytes()
+				f := filepath.Join(dir, p.FileName())
+				require.NoError(t, os.WriteFile(f, b, 0o644))
+				list = append(list, f)
+				files["/lib/"+install.NameFor(p.Kind, p.Module)] = string(b)
+			}
+			return list, files
+		}
+		argsA, filesA := args(setA)
+		argsB, filesB := args(setB)
+		// lib after an install of files: the earlier release's files gone.
+		state := func(sets ...map[string]string) map[string]string {
+			out := map[string]string{}
+			for k, v := range before {
+				if !strings.Contains(k, "streamfusion") {
+					out[k] = v
+				}
+			}
+			for _, s := range sets {
+				for k, v := range s {
+					out[k] = v
+				}
+			}
+			return out
+		}
+
+		a, b := startBin(t, cli, env, argsA...), startBin(t, cli, env, argsB...)
+		ra, rb := a.wait(t), b.wait(t)
+		got := libState(t, home)
+		assert.Empty(t, leftovers(t, home), "round %d", round)
+		switch {
+		case ra.code == 0 && rb.code == 0:
+			require.Equal(t, state(filesA, filesB), got, "round %d: both installed", round)
+			if strings.Contains(ra.stderr+rb.stderr, "waiting up to") {
+				met++
+			}
+		case round%4 == 3 && ra.code == 1 && rb.code == 0:
+			require.Contains(t, ra.stderr, "is locked by another install: pid "+strconv.Itoa(b.pid), "round %d", round)
+			require.Equal(t, state(filesB), got, "round %d: B alone", round)
+			met++
+		case round%4 == 3 && rb.code == 1 && ra.code == 0:
+			require.Contains(t, rb.stderr, "is locked by another install: pid "+strconv.Itoa(a.pid), "round %d", round)
+			require.Equal(t, state(filesA), got, "round %d: A alone", round)
+			met++
+		default:
+			t.Fatalf("round %d: exit %d and %d:\n%s\n%s", round, ra.code, rb.code, ra.stderr, rb.stderr)
+		}
+	}
+	t.Logf("the two installs met at the lock in %d of 100 rounds", met)
+	assert.Positive(t, met, "the installs never overlapped: the test did not test the lock")
+}
+
+type started struct {
+	cmd            *osexec.Cmd
+	pid            int
+	stdout, stderr bytes.Buffer
+}
+
+func startBin(t *testing.T, bin string, env map[string]string, args ...string) *started {
+	t.Helper()
+	s := &started{cmd: osexec.Command(bin, args...)}
+	for k, v := range env {
+		s.cmd.Env = append(s.cmd.Env, k+"="+v)
+	}
+	s.cmd.Env = append(s.cmd.Env, "STREAMFUSION_TEST_CLI=1")
+	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
+	require.NoError(t, s.cmd.Start())
+	s.pid = s.cmd.Process.Pid
+	return s
+}
+
+func (s *started) wait(t *testing.T) result {
+	t.Helper()
+	err := s.cmd.Wait()
+	var exit *osexec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err)
+	}
+	return result{code: s.cmd.ProcessState.ExitCode(), stdout: s.stdout.String(), stderr: s.stderr.String()}
+}
+
+// An install that finds lib locked waits, says whom for, and after
+// --lock-timeout exits 1 naming the holder; lib is untouched.
+func TestInstallNamesTheLockHolder(t *testing.T) {
+	home, env := flinkHome(t, testkit.Good("2.2.1"))
+	l, err := install.LockLib(t.Context(), filepath.Join(home, "lib"), false, 0, nil)
+	require.NoError(t, err)
+	defer l.Unlock()
+	before := libState(t, home)
+	r := runBin(t, cliBin(), env, nil, append([]string{"install", "--lock-timeout", "200ms", "--flink-home", home}, jarArgs(t, "2.2", nil)...)...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "is locked by another install (pid "+strconv.Itoa(os.Getpid()))
+	assert.Contains(t, r.stderr, "is locked by another install: pid "+strconv.Itoa(os.Getpid()))
+	assert.Regexp(t, `started \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; gave up after 2\d\dms \(--lock-timeout\)`, r.stderr)
+	assert.Equal(t, before, libState(t, home))
+	r = runBin(t, cliBin(), env, nil, "install", "--recover", "--lock-timeout", "0", "--flink-home", home)
+	assert.Equal(t, 1, r.code, "recovery takes the lock too: %s", r.stderr)
+}
