@@ -1,11 +1,10 @@
+//go:build installcrash
+
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -25,48 +24,6 @@ import (
 // child process (the test binary re-run as the CLI, see TestMain), and its
 // fault hook (faults_test.go) stops it with SIGKILL after a chosen file
 // operation.
-
-// cliBin is the test binary, which TestMain runs as the CLI when
-// STREAMFUSION_TEST_CLI=1 (runBin sets it); the fault hooks act only when
-// their variables are set.
-func cliBin() string { return os.Args[0] }
-
-type result struct {
-	code   int
-	signal syscall.Signal
-	stdout string
-	stderr string
-}
-
-// runBin runs a binary with exactly env (and extra) as its environment.
-func runBin(t *testing.T, bin string, env map[string]string, extra []string, args ...string) result {
-	t.Helper()
-	cmd := osexec.Command(bin, args...)
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Env = append(cmd.Env, extra...)
-	if bin == os.Args[0] {
-		cmd.Env = append(cmd.Env, "STREAMFUSION_TEST_CLI=1")
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	r := result{stdout: stdout.String(), stderr: stderr.String()}
-	var exit *osexec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		ws := exit.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			r.signal = ws.Signal()
-		}
-		r.code = exit.ExitCode()
-	default:
-		require.NoError(t, err)
-	}
-	return r
-}
 
 // realisticUpgrade is an install as a user's automation makes it: a Flink
 // 2.2.1 distribution holding StreamFusion 0.1.0 under its Maven file
@@ -314,51 +271,4 @@ func TestInstallsStartedTogether(t *testing.T) {
 	}
 	t.Logf("the two installs met at the lock in %d of 100 rounds", met)
 	assert.Positive(t, met, "the installs never overlapped: the test did not test the lock")
-}
-
-type started struct {
-	cmd            *osexec.Cmd
-	pid            int
-	stdout, stderr bytes.Buffer
-}
-
-func startBin(t *testing.T, bin string, env map[string]string, args ...string) *started {
-	t.Helper()
-	s := &started{cmd: osexec.Command(bin, args...)}
-	for k, v := range env {
-		s.cmd.Env = append(s.cmd.Env, k+"="+v)
-	}
-	s.cmd.Env = append(s.cmd.Env, "STREAMFUSION_TEST_CLI=1")
-	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
-	require.NoError(t, s.cmd.Start())
-	s.pid = s.cmd.Process.Pid
-	return s
-}
-
-func (s *started) wait(t *testing.T) result {
-	t.Helper()
-	err := s.cmd.Wait()
-	var exit *osexec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		require.NoError(t, err)
-	}
-	return result{code: s.cmd.ProcessState.ExitCode(), stdout: s.stdout.String(), stderr: s.stderr.String()}
-}
-
-// An install that finds lib locked waits, says whom for, and after
-// --lock-timeout exits 1 naming the holder; lib is untouched.
-func TestInstallNamesTheLockHolder(t *testing.T) {
-	home, env := flinkHome(t, testkit.Good("2.2.1"))
-	l, err := install.LockLib(t.Context(), filepath.Join(home, "lib"), false, 0, nil)
-	require.NoError(t, err)
-	defer l.Unlock()
-	before := libState(t, home)
-	r := runBin(t, cliBin(), env, nil, append([]string{"install", "--lock-timeout", "200ms", "--flink-home", home}, jarArgs(t, "2.2", nil)...)...)
-	assert.Equal(t, 1, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "is locked by another install (pid "+strconv.Itoa(os.Getpid()))
-	assert.Contains(t, r.stderr, "is locked by another install: pid "+strconv.Itoa(os.Getpid()))
-	assert.Regexp(t, `started \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; gave up after 2\d\dms \(--lock-timeout\)`, r.stderr)
-	assert.Equal(t, before, libState(t, home))
-	r = runBin(t, cliBin(), env, nil, "install", "--recover", "--lock-timeout", "0", "--flink-home", home)
-	assert.Equal(t, 1, r.code, "recovery takes the lock too: %s", r.stderr)
 }

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/install"
 )
@@ -121,4 +126,75 @@ func copyTree(src, dst string) error {
 		_, err = io.Copy(out, in)
 		return errors.Join(err, out.Close())
 	})
+}
+
+// cliBin is the test binary, which TestMain runs as the CLI when
+// STREAMFUSION_TEST_CLI=1 (runBin sets it); the fault hooks act only when
+// their variables are set.
+func cliBin() string { return os.Args[0] }
+
+type result struct {
+	code   int
+	signal syscall.Signal
+	stdout string
+	stderr string
+}
+
+// runBin runs a binary with exactly env (and extra) as its environment.
+func runBin(t *testing.T, bin string, env map[string]string, extra []string, args ...string) result {
+	t.Helper()
+	cmd := osexec.Command(bin, args...)
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, extra...)
+	if bin == os.Args[0] {
+		cmd.Env = append(cmd.Env, "STREAMFUSION_TEST_CLI=1")
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	var exit *osexec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		ws := exit.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			r.signal = ws.Signal()
+		}
+		r.code = exit.ExitCode()
+	default:
+		require.NoError(t, err)
+	}
+	return r
+}
+
+type started struct {
+	cmd            *osexec.Cmd
+	pid            int
+	stdout, stderr bytes.Buffer
+}
+
+func startBin(t *testing.T, bin string, env map[string]string, args ...string) *started {
+	t.Helper()
+	s := &started{cmd: osexec.Command(bin, args...)}
+	for k, v := range env {
+		s.cmd.Env = append(s.cmd.Env, k+"="+v)
+	}
+	s.cmd.Env = append(s.cmd.Env, "STREAMFUSION_TEST_CLI=1")
+	s.cmd.Stdout, s.cmd.Stderr = &s.stdout, &s.stderr
+	require.NoError(t, s.cmd.Start())
+	s.pid = s.cmd.Process.Pid
+	return s
+}
+
+func (s *started) wait(t *testing.T) result {
+	t.Helper()
+	err := s.cmd.Wait()
+	var exit *osexec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		require.NoError(t, err)
+	}
+	return result{code: s.cmd.ProcessState.ExitCode(), stdout: s.stdout.String(), stderr: s.stderr.String()}
 }

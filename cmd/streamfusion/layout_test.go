@@ -1,3 +1,5 @@
+//go:build installcrash
+
 package main
 
 import (
