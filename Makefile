@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean
+.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash
 
 build: bin/entrypoint bin/streamfusion
 
@@ -23,6 +23,16 @@ FORCE:
 
 test:
 	go test -race -shuffle=on -count=1 ./...
+
+# --- install crash and concurrency (issue 22)
+# The CLI as child processes (the test binary re-run as the CLI): SIGKILL
+# after every step of a realistic install, recovery of lib copied at every
+# fsync point, two installs started together for 100 rounds, two bakes into
+# one --layout. Without -race: what is tested runs in the children. About
+# 1 min on 2 cores.
+test-install-crash:
+	go test -tags installcrash -count=1 -timeout 30m -run 'TestInstallKilledAtEveryStep|TestInstallPowerCutAtEveryFsync|TestInstallsStartedTogether|TestBakesToOneLayoutAtOnce' ./cmd/streamfusion/
+# --- end install crash and concurrency
 
 # Real Flink distributions (PyPI's PyFlink packages, by pip) and the few
 # JARs they lack (Maven coordinates), cached outside the repository.
@@ -90,9 +100,9 @@ bench-linkage: build flink-dist
 # --- end
 
 lint:
-	go vet -tags imagesuite,realjars,jvmoracle ./...
+	go vet -tags imagesuite,realjars,jvmoracle,installcrash ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags imagesuite,realjars,jvmoracle ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags imagesuite,realjars,jvmoracle,installcrash ./...
 	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.
@@ -102,7 +112,7 @@ lint:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
 	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/admission:FuzzParseStockVersion internal/admission:FuzzIdentifyStock internal/admission:FuzzAttributeSyntax internal/roles:FuzzClassify internal/image:FuzzScanLayer \
-	internal/deploy:FuzzParse internal/webhook:FuzzValidate internal/classfile:FuzzParse internal/payload:FuzzArchive
+	internal/deploy:FuzzParse internal/webhook:FuzzValidate internal/classfile:FuzzParse internal/payload:FuzzArchive internal/install:FuzzParseJournal
 # scripts/fuzz tries a run once more only when Go's coordinator failed it at
 # the deadline with no input written (golang/go#75804, Go 1.26).
 fuzz:

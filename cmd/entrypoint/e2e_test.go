@@ -260,6 +260,24 @@ func TestRefusedRenamedExtensionOfOtherLine(t *testing.T) {
 	assert.Equal(t, last, string(term), "the summary is the termination message")
 }
 
+// A lib whose install did not finish (its journal is there) is refused at
+// start, naming the command that recovers it; the start only looks, and
+// changes nothing.
+func TestRefusedUnfinishedInstall(t *testing.T) {
+	t.Parallel()
+	im := newImage(t, testkit.Good("2.2.1"))
+	journal := im.lib(".streamfusion-install.journal")
+	require.NoError(t, os.WriteFile(journal, []byte("streamfusion-install-journal 1\n"), 0o644))
+	r := im.start(t, nil, "jobmanager")
+	assert.Equal(t, 78, r.code)
+	assert.Nil(t, r.got, "nothing was started")
+	assert.Contains(t, r.stderr, "[install-interrupted] "+journal)
+	assert.Contains(t, r.stderr, "streamfusion install --recover --flink-home "+filepath.Join(im.root, testkit.FlinkHome))
+	data, err := os.ReadFile(journal)
+	require.NoError(t, err)
+	assert.Equal(t, "streamfusion-install-journal 1\n", string(data), "read only")
+}
+
 func TestTerminationMessageIsBoundedAndNeverCreated(t *testing.T) {
 	t.Parallel()
 	d := testkit.Good("2.2.1")

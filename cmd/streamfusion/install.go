@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,17 +15,19 @@ import (
 )
 
 type installOptions struct {
-	FlinkHome string
-	FlinkLine string
-	DryRun    bool
-	JSON      bool
-	Maven     mavenOptions
+	FlinkHome   string
+	FlinkLine   string
+	DryRun      bool
+	JSON        bool
+	Recover     bool
+	LockTimeout time.Duration
+	Maven       mavenOptions
 }
 
 func newInstall(env []string) *cobra.Command {
 	o := &installOptions{}
 	c := &cobra.Command{
-		Use:   "install --flink-home DIR [--flink-line 2.2|1.18] [--dry-run] [--maven-settings FILE] [--maven-repo URL]... PAYLOAD...",
+		Use:   "install --flink-home DIR [--flink-line 2.2|1.18] [--dry-run] [--lock-timeout 30s] [--maven-settings FILE] [--maven-repo URL]... PAYLOAD... | install --recover --flink-home DIR",
 		Short: "Install StreamFusion payloads into a Flink distribution's lib",
 		Long: `install puts StreamFusion payloads into $FLINK_HOME/lib under their
 documented names (loader 00-streamfusion-loader.jar, core streamfusion-core.jar,
@@ -37,10 +41,27 @@ with the entrypoint's full rule set; if Flink would be refused it writes
 nothing and exits 78 with the report. The install is all or nothing: on any
 failure lib is left as it was.
 
+Installs into one lib take turns: each holds an flock on the lib directory
+while it plans and applies; another waits up to --lock-timeout, then exits 1
+naming the holder's pid and start time. The lock of a process that died is
+free. An install killed half way (or cut by a power loss) leaves a journal
+in lib; until it is recovered, check and the entrypoint refuse lib
+(install-interrupted). The next install recovers it first, and
+--recover does only that: the interrupted install is completed when every
+new file was in place, rolled back otherwise.
+
 PAYLOAD is a JAR path or Maven coordinates group:artifact:version[:classifier],
 resolved from the local Maven repository, then --maven-repo, then the mirrors
 and repositories of settings.xml.`,
-		Args: atLeastOne("PAYLOAD"),
+		Args: func(c *cobra.Command, args []string) error {
+			if o.Recover {
+				if len(args) > 0 {
+					return usagef("install --recover takes no PAYLOAD")
+				}
+				return nil
+			}
+			return atLeastOne("PAYLOAD")(c, args)
+		},
 		RunE: func(c *cobra.Command, args []string) error { return o.run(c, env, args) },
 	}
 	f := c.Flags()
@@ -48,6 +69,8 @@ and repositories of settings.xml.`,
 	f.StringVar(&o.FlinkLine, "flink-line", "", "the Flink line the distribution must be (2.2 or 1.18)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print what would change and write nothing")
 	f.BoolVar(&o.JSON, "json", false, "print the plan and the report as JSON")
+	f.BoolVar(&o.Recover, "recover", false, "only complete or roll back an install that did not finish, then exit")
+	f.DurationVar(&o.LockTimeout, "lock-timeout", 30*time.Second, "how long to wait for another install into the same lib")
 	o.Maven.bind(c)
 	return c
 }
@@ -65,17 +88,31 @@ func (o *installOptions) run(c *cobra.Command, env, args []string) error {
 	if o.FlinkLine != "" && o.FlinkLine != "2.2" && o.FlinkLine != "1.18" {
 		return usagef("--flink-line %q: want 2.2 or 1.18", o.FlinkLine)
 	}
-	home := o.FlinkHome
-	if home == "" {
-		if v, ok := lookupEnv(env, "FLINK_HOME"); ok && v != "" {
-			home = v
-		} else {
+	if o.LockTimeout < 0 {
+		return usagef("--lock-timeout %s: want a duration of zero or more", o.LockTimeout)
+	}
+	if o.FlinkHome == "" {
+		if v, ok := lookupEnv(env, "FLINK_HOME"); !ok || v == "" {
 			return usagef("install needs --flink-home DIR (or FLINK_HOME)")
 		}
 	}
-	_, s, err := localSettings(env, home)
+	_, s, err := localSettings(env, o.FlinkHome)
 	if err != nil {
 		return err
+	}
+	lib := filepath.FromSlash(s.LibDir)
+	if o.Recover {
+		unlock, err := o.lock(c, lib, false)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		r, err := install.Recover(lib, fileOps())
+		if err != nil {
+			return fmt.Errorf("recover the install into %s: %w", lib, err)
+		}
+		fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", lib, r)
+		return nil
 	}
 	rs, err := o.Maven.resolveAll(c, env, "", args)
 	if err != nil {
@@ -88,6 +125,22 @@ func (o *installOptions) run(c *cobra.Command, env, args []string) error {
 	for _, r := range rs {
 		ps = append(ps, install.Payload{Source: r.Arg, Data: r.Data})
 	}
+	// The lock covers plan and apply: a plan made on a lib another install
+	// is changing would judge a state that is about to go.
+	unlock, err := o.lock(c, lib, o.DryRun)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if !o.DryRun { // a dry run writes nothing: an interrupted install refuses its plan instead
+		r, err := install.Recover(lib, fileOps())
+		if err != nil {
+			return fmt.Errorf("recover the interrupted install into %s first: %w", lib, err)
+		}
+		if r.Outcome != install.Nothing {
+			fmt.Fprintf(c.ErrOrStderr(), "streamfusion: an earlier install into %s had not finished: %s\n", lib, r)
+		}
+	}
 	plan, err := install.Decide(c.Context(), os.DirFS("/"), s, o.FlinkLine, ps)
 	var refused *install.Refused
 	if err != nil && !errors.As(err, &refused) {
@@ -96,7 +149,10 @@ func (o *installOptions) run(c *cobra.Command, env, args []string) error {
 	out := c.OutOrStdout()
 	applied := false
 	if err == nil && !o.DryRun {
-		if err := install.Apply(plan, "/", nil); err != nil {
+		if err := install.Apply(plan, "/", fileOps()); err != nil {
+			if errors.Is(err, install.ErrUnfinished) {
+				return fmt.Errorf("install into %s: %w", plan.LibDir, err)
+			}
 			return fmt.Errorf("install into %s: %w (lib is as it was)", plan.LibDir, err)
 		}
 		applied = true
@@ -123,6 +179,27 @@ func (o *installOptions) run(c *cobra.Command, env, args []string) error {
 		return &reportedError{refused}
 	}
 	return nil
+}
+
+// fileOps are the file operations of install: nil, the real ones. Tests
+// of a process killed half way put their fault hooks here
+// (faults_test.go); the shipped binary holds no such code.
+var fileOps = func() install.FileOps { return nil }
+
+// lock takes the lib's install lock (shared for a dry run), saying on
+// stderr whom it waits for. A lib that does not exist is not locked: the
+// plan refuses it (host-lib) and nothing is written.
+func (o *installOptions) lock(c *cobra.Command, lib string, shared bool) (func(), error) {
+	l, err := install.LockLib(c.Context(), lib, shared, o.LockTimeout, func(h *install.Holder) {
+		fmt.Fprintf(c.ErrOrStderr(), "streamfusion: %s is locked by another install (%s); waiting up to %s (--lock-timeout)\n", lib, h, o.LockTimeout)
+	})
+	if errors.Is(err, os.ErrNotExist) && !o.Recover {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = l.Unlock() }, nil
 }
 
 func writePlan(w io.Writer, p *install.Plan, refused, dryRun bool) {

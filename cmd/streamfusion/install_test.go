@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamfusion/image-entrypoint/internal/install"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
@@ -160,4 +162,22 @@ func TestInstallJSONAndInspect(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, `"entries"`)
 	assert.NotContains(t, out, `"identity"`, "not StreamFusion content")
+}
+
+// An install that finds lib locked waits, says whom for, and after
+// --lock-timeout exits 1 naming the holder; lib is untouched.
+func TestInstallNamesTheLockHolder(t *testing.T) {
+	home, env := flinkHome(t, testkit.Good("2.2.1"))
+	l, err := install.LockLib(t.Context(), filepath.Join(home, "lib"), false, 0, nil)
+	require.NoError(t, err)
+	defer l.Unlock()
+	before := libState(t, home)
+	r := runBin(t, cliBin(), env, nil, append([]string{"install", "--lock-timeout", "200ms", "--flink-home", home}, jarArgs(t, "2.2", nil)...)...)
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "is locked by another install (pid "+strconv.Itoa(os.Getpid()))
+	assert.Contains(t, r.stderr, "is locked by another install: pid "+strconv.Itoa(os.Getpid()))
+	assert.Regexp(t, `started \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ; gave up after 2\d\dms \(--lock-timeout\)`, r.stderr)
+	assert.Equal(t, before, libState(t, home))
+	r = runBin(t, cliBin(), env, nil, "install", "--recover", "--lock-timeout", "0", "--flink-home", home)
+	assert.Equal(t, 1, r.code, "recovery takes the lock too: %s", r.stderr)
 }

@@ -19,6 +19,9 @@ type Facts struct {
 	Usrlib    []*payload.JAR // job JARs beside lib
 	Plugins   []*payload.JAR // JARs below plugins/
 	Unlisted  []Unlisted     // directories below lib, usrlib or plugins that cannot be listed
+	// InstallJournal is the journal of an install into lib that has not
+	// finished (running, or interrupted), "" when there is none.
+	InstallJournal string
 
 	JDK      JDK
 	Platform Platform

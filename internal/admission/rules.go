@@ -28,6 +28,7 @@ func Catalogue() []Rule { return append([]Rule{libRule}, Rules...) }
 
 // Rules is the rule table, in the order findings are reported.
 var Rules = []Rule{
+	{"install-interrupted", Error, "An install into lib has not finished (it was killed, or the machine went down, or it is running): lib holds a state nobody chose.", installInterrupted},
 	{"host-planner-missing", Error, "lib holds no Flink planner JAR (flink-table-planner-loader-*.jar or flink-table-planner_2.1x-*.jar).", plannerMissing},
 	{"host-planner-both", Error, "lib holds both the planner loader and the flink-table-planner_2.1x JAR.", plannerBoth},
 	{"host-planner-several", Error, "lib holds more than one planner JAR of the same kind.", plannerSeveral},
@@ -595,6 +596,21 @@ func layoutUnreadable(v *view) []Finding {
 		}
 	}
 	return out
+}
+
+func installInterrupted(v *view) []Finding {
+	if v.InstallJournal == "" {
+		return nil
+	}
+	home, how := path.Dir(v.LibDir), ""
+	if path.Base(v.LibDir) == "lib" {
+		how = "streamfusion install --recover --flink-home " + home
+	} else {
+		how = "FLINK_HOME=" + home + " FLINK_LIB_DIR=" + v.LibDir + " streamfusion install --recover"
+	}
+	return one(Finding{Path: v.InstallJournal, Message: "an install into lib has not finished",
+		Found: "its journal (the install was killed, the machine went down, or it is still running)", Required: "no unfinished install",
+		Fix: "run '" + how + "' on this host: it waits for a running install, then completes the interrupted one or rolls it back"})
 }
 
 // Warnings.

@@ -79,6 +79,9 @@ func withLoader(mod func(*testkit.Payload)) fstest.MapFS {
 
 var cases = []ruleCase{
 	{name: "lib missing", rule: "host-lib", root: good, set: func(s *host.Settings) { s.LibDir = "/opt/flink/nolib" }},
+	{name: "an install that did not finish", rule: "install-interrupted", root: func() fstest.MapFS {
+		return put(good(), libFile(host.InstallJournal), []byte("streamfusion-install-journal 1\n"))
+	}},
 	{name: "no planner", rule: "host-planner-missing", root: func() fstest.MapFS {
 		d := testkit.Good("2.2.1")
 		d.Planner = "none"

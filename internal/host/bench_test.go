@@ -63,3 +63,17 @@ func BenchmarkJDKAsFlinkImage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInstallJournalLook is what the start path pays to know whether
+// an install into lib is unfinished: one lstat of a fixed name (absent, as
+// on every healthy start), against the whole of Gather on the realistic lib.
+func BenchmarkInstallJournalLook(b *testing.B) {
+	root := realisticRoot(b)
+	fsys := os.DirFS("/")
+	name := strings.TrimPrefix(root, "/") + "/opt/flink/lib/" + InstallJournal
+	for b.Loop() {
+		if statOK(fsys, name) {
+			b.Fatal("a journal in the benchmark lib")
+		}
+	}
+}

@@ -106,6 +106,11 @@ func rel(p string) string {
 	return p
 }
 
+// InstallJournal is the file inside lib that `streamfusion install` keeps
+// while it changes lib (internal/install). Its presence is all Gather
+// asks of it: one stat of a fixed name, nothing read or listed.
+const InstallJournal = ".streamfusion-install.journal"
+
 // Gather reads the facts. Reading stops early only when ctx is done.
 func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*admission.Facts, error) {
 	f := &admission.Facts{LibDir: path.Clean(s.LibDir), Strict: s.Strict, Platform: platform(fsys, s.OS, s.Arch)}
@@ -115,6 +120,9 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 		f.LibErr = err
 		f.JDK = jdkAsFlink(fsys, s, "")
 		return f, nil
+	}
+	if j := path.Join(rel(s.LibDir), InstallJournal); statOK(fsys, j) {
+		f.InstallJournal = "/" + j
 	}
 	order := s.Order
 	if order == nil {
@@ -141,6 +149,13 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 		f.Deep = gatherDeep(ctx, fsys, s, f)
 	}
 	return f, nil
+}
+
+// statOK says whether anything is at name: one lstat (a link counts as
+// there, whatever it points at).
+func statOK(fsys fs.FS, name string) bool {
+	_, err := fs.Lstat(fsys, name)
+	return err == nil
 }
 
 // distVersion is the release of the one flink-dist on the classpath, "" when

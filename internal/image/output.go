@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -114,6 +115,12 @@ func WriteTarball(file string, ref name.Reference, img v1.Image, opts ...tarball
 // WriteLayout writes an image or an index as a new OCI layout at dir, all
 // or nothing: into a temporary directory beside it, renamed into place.
 // dir must not exist yet, or be empty.
+//
+// A layout is never written into: its index.json and blobs are written
+// once, in the private temporary directory, and the whole directory takes
+// dir's place in one rename. So two bakes writing one --layout at once
+// cannot interleave: the first rename wins, the other finds dir taken and
+// fails saying so, and dir is always one bake's complete layout.
 func WriteLayout(dir string, img v1.Image, idx v1.ImageIndex) error {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("layout %s exists and is not empty", dir)
@@ -136,5 +143,11 @@ func WriteLayout(dir string, img v1.Image, idx v1.ImageIndex) error {
 		return err
 	}
 	_ = os.Remove(dir) // an empty directory given as the target
-	return os.Rename(tmp, dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("layout %s was written meanwhile by another writer (another bake?); it is left as that one wrote it, and nothing of this bake was written", dir)
+		}
+		return err
+	}
+	return nil
 }

@@ -9,12 +9,29 @@
 // modules (found by content, whatever their names) gone. A plan that would
 // be refused is never applied.
 //
-// Apply stages the new files in a directory inside lib (same file system;
-// staged names do not end in .jar, so Flink's classpath never sees them),
-// then moves the replaced files aside into it and renames the new ones into
-// place, fsyncing lib. On any failure every step is undone in reverse order
-// and lib is left as it was, byte for byte. What it does not do: survive a
-// crash of the machine half way through the renames (a crash leaves the
-// staging directory, named .streamfusion-install-*, holding the moved-aside
-// files); lock lib against another writer; install stock JARs (copy those).
+// Installs into one lib take turns (Lock): an flock(2) on the lib
+// directory itself, held from planning to the end of applying, so a plan
+// never judges a lib another install is changing. The kernel drops the
+// lock with its process, however the process ends; nothing is left to go
+// stale. A waiter names the holder from /proc/locks.
+//
+// Apply is a write-ahead journal of renames. In lib it writes
+// .streamfusion-install.journal (the renames it will make), then the new
+// files, complete and fsynced, into .streamfusion-install.stage (names
+// that do not end in .jar: Flink's classpath never sees them), marks
+// "staged", and makes each rename (the replaced files move aside into the
+// stage, then the new ones into place), fsyncing the directories and
+// marking "done N" after each; then "committed", and the stage and the
+// journal go. Every directory change is on disk before the next, so a
+// kill or a power cut leaves lib at one of these steps, and Recover (run
+// by the next install before it plans, or by install --recover) reads
+// which renames were done from lib itself: it completes the install when
+// every new file is in place and rolls it back otherwise, then removes the
+// stage and the journal. While the journal is there, the entrypoint and
+// check refuse lib (install-interrupted): one lstat of a fixed name.
+//
+// What it does not do: keep out writers of lib other than installs (the
+// lock is advisory); recover a lib changed by hand since the interruption
+// (a journal that disagrees with lib is refused for a person to look at);
+// install stock JARs (copy those).
 package install

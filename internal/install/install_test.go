@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,7 +41,8 @@ func payloads(line, version string) []Payload {
 	return out
 }
 
-// snapshot is every file below root: mode, link target and contents.
+// snapshot is every file below root: mode, link target and contents (by
+// digest, so a difference prints short).
 func snapshot(t *testing.T, root string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -66,7 +68,7 @@ func snapshot(t *testing.T, root string) map[string]string {
 			if err != nil {
 				return err
 			}
-			v += " " + string(b)
+			v += fmt.Sprintf(" %d bytes sha256:%x", len(b), sha256.Sum256(b))
 		}
 		out[rel] = v
 		return nil
@@ -224,11 +226,34 @@ func (f *failing) fail() error {
 	return nil
 }
 
-func (f *failing) MkdirTemp(dir, pattern string) (string, error) {
+func (f *failing) Mkdir(name string) error {
 	if err := f.fail(); err != nil {
-		return "", err
+		return err
 	}
-	return f.OS.MkdirTemp(dir, pattern)
+	return f.OS.Mkdir(name)
+}
+
+func (f *failing) Append(name string, data []byte) error {
+	if err := f.fail(); err != nil {
+		// a torn append: half the bytes, then the error
+		_ = f.OS.Append(name, data[:len(data)/2])
+		return err
+	}
+	return f.OS.Append(name, data)
+}
+
+func (f *failing) Remove(name string) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.OS.Remove(name)
+}
+
+func (f *failing) RemoveAll(name string) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.OS.RemoveAll(name)
 }
 
 func (f *failing) WriteFile(name string, data []byte) error {
@@ -254,31 +279,50 @@ func (f *failing) SyncDir(dir string) error {
 	return f.OS.SyncDir(dir)
 }
 
-// A failure at any step of Apply leaves lib as it was; with no failure the
-// install completes. The replaced payloads sit under other names and in a
+// A failure at any step of Apply leaves lib as it was, or, once every new
+// file is in place, as the install makes it (the install then stands and
+// Apply returns nil); never a third state, and never a journal or a stage
+// left behind. The replaced payloads sit under other names and in a
 // subdirectory, so moving aside and back is exercised.
-func TestAnyFailureLeavesLibAsItWas(t *testing.T) {
+func TestAnyFailureLeavesLibAsItWasOrInstalled(t *testing.T) {
 	d := testkit.Good("2.2.1").Without("streamfusion-json", "streamfusion-core").
 		With(testkit.Placed{Name: "sub/json-renamed.jar", Payload: testkit.Extension("json", "2.2", "0.1.0")}).
 		With(testkit.Placed{Name: "streamfusion-core.jar", Payload: testkit.Core("2.2", "0.1.0")})
-	steps := 0
+	clean := dist(t, d)
+	before := snapshot(t, clean)
+	_, err := install(t, clean, "2.2", payloads("2.2", "0.2.0"), nil)
+	require.NoError(t, err)
+	after := snapshot(t, clean)
+	require.NotEqual(t, before, after)
+	steps, rolledBack, completed := 0, 0, 0
 	for n := 1; ; n++ {
 		root := dist(t, d)
-		before := snapshot(t, root)
 		require.True(t, check(t, root).Admitted())
 		ops := &failing{n: n}
 		_, err := install(t, root, "2.2", payloads("2.2", "0.2.0"), ops)
-		if err == nil {
+		got := snapshot(t, root)
+		if ops.calls < n { // no failure injected: the whole install ran
+			require.NoError(t, err)
 			steps = ops.calls
-			assert.NotEqual(t, before, snapshot(t, root))
-			assert.True(t, check(t, root).Admitted())
+			assert.Equal(t, after, got)
 			break
 		}
-		require.ErrorIs(t, err, errInjected, "step %d", n)
-		assert.Equal(t, before, snapshot(t, root), "step %d failed: lib must be as it was", n)
-		if n > 100 {
+		if err != nil {
+			require.ErrorIs(t, err, errInjected, "step %d", n)
+			t.Logf("step %d: %v", n, err)
+			assert.Equal(t, before, got, "step %d failed: lib must be as it was", n)
+			rolledBack++
+		} else {
+			assert.Equal(t, after, got, "step %d failed after every new file was in place: the install stands", n)
+			completed++
+		}
+		if n > 200 {
 			t.Fatal("no run without a failure")
 		}
 	}
-	assert.GreaterOrEqual(t, steps, 1+4+4+4+1, "mkdir, 4 writes, moves aside, 4 renames into place, sync")
+	// journal+sync, mkdir, 4 writes, 2 syncs, mark; 8 renames (4 aside,
+	// 4 into place) with their syncs and marks; commit; cleanup.
+	assert.GreaterOrEqual(t, steps, 2+1+4+2+1+8*3+1+4)
+	assert.Positive(t, rolledBack)
+	assert.Positive(t, completed)
 }
