@@ -23,6 +23,9 @@ type Facts struct {
 	JDK      JDK
 	Platform Platform
 	Strict   bool
+	// Config is the configuration the process about to start runs with;
+	// its zero value (no Dir) turns the config rules off.
+	Config Config
 }
 
 // Unlisted is a directory that cannot be listed: JARs in it may be

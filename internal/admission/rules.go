@@ -62,9 +62,14 @@ var Rules = []Rule{
 	{"layout-logging", Error, "A StreamFusion payload bundles logging API classes (org/slf4j/).", layoutLogging},
 	{"layout-paimon-order", Error, "streamfusion-paimon comes after a paimon-flink-* JAR on the classpath; Paimon takes the first format factory it finds.", layoutPaimon},
 	{"layout-unreadable-jar", Error, "A *.jar is not a regular file or not a readable ZIP archive, or a directory below lib cannot be listed.", layoutUnreadable},
+	{"config-file-line", Error, "Flink fails at start on its config: the conf directory holds only the other line's file (flink-conf.yaml for a 2.x release, config.yaml for 1.18), or Flink cannot load the file (YAML syntax, a duplicate key, a key without a value).", configFileLine},
 	{"line-experimental", Warning, "The host runs the experimental Flink 1.18 line.", lineExperimental},
 	{"requires-missing", Warning, "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", requiresMissing},
 	{"stock-requires-missing", Warning, "A stock JAR named in StreamFusion-Stock-Requires is not in lib.", stockMissing},
+	{"config-key-conflict", Warning, "A key and its deprecated or fallback key are both set, to different values: Flink uses the key and ignores the other.", configKeyConflict},
+	{"config-unknown-key", Warning, "A key the host's Flink does not read: a near name of a key it knows, or a key an other release had.", configUnknownKey},
+	{"config-taskmanager-flags", Warning, "A TaskManager's JVM options lack the Arrow options StreamFusion needs (-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false).", configTaskManagerFlags},
+	{"config-env", Warning, "A payload carries native libraries and GLIBC_TUNABLES (glibc.rtld.optional_static_tls=131072) or ROCKSDB_MUSL_LIBC=false is not set.", configEnv},
 	{"plugins-payload", Warning, "A StreamFusion payload sits in plugins/, where it loads in isolation and never accelerates.", pluginsPayload},
 }
 

@@ -49,6 +49,12 @@ type Settings struct {
 	Launch          Launch                      // what starts Flink's scripts
 	Getenv          func(string) (string, bool) // the environment, for envsubst as the image entrypoint runs it
 
+	// The process about to start, for the configuration it runs with
+	// (ReadConfig): its role (internal/roles' names; "" unknown) and its
+	// arguments, whose -D properties win over the config file.
+	Role string
+	Args []string
+
 	// ReadJAR reads one JAR of fsys; nil: payload.Open. The image tooling
 	// answers from facts it read from the layers, without the bytes.
 	ReadJAR func(fsys fs.FS, name string, opt payload.Options) *payload.JAR
@@ -130,7 +136,9 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	f.Classpath = jars[:len(names)]
 	f.Usrlib = jars[len(names) : len(names)+len(usrlib)]
 	f.Plugins = jars[len(names)+len(usrlib):]
-	f.JDK = jdkAsFlink(fsys, s, distVersion(f.Classpath))
+	release := distVersion(f.Classpath)
+	f.JDK = jdkAsFlink(fsys, s, release)
+	f.Config = ReadConfig(fsys, s, release)
 	return f, nil
 }
 

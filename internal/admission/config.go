@@ -1,0 +1,532 @@
+package admission
+
+import (
+	"cmp"
+	"embed"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Config is the configuration the process about to start runs with, as
+// Flink builds it on the launch path (internal/host reads it): the config
+// file of the host's release, FLINK_PROPERTIES as the image entrypoint
+// merges it, and the dynamic properties of argv, which win.
+type Config struct {
+	// Role is the process about to start (internal/roles' names:
+	// taskmanager, kubernetes-taskmanager, jobmanager, client...); "" when
+	// not known (host CLI checks of a whole image).
+	Role string
+	// Dir is the conf directory (FLINK_CONF_DIR); "" when the config was
+	// not consulted, and then no config rule runs.
+	Dir string
+	// File is the config file the host's release reads (absolute); Present
+	// says whether it exists. Other is the other line's file when it exists
+	// (flink-conf.yaml beside a 2.x release, config.yaml beside 1.18).
+	File    string
+	Present bool
+	Other   string
+	// Err is a config file Flink would refuse or that cannot be read
+	// (too large, a YAML bomb, too deep); Entries is then what came from
+	// elsewhere.
+	Err error
+	// Entries is every setting in the order Flink applies it: the later
+	// one of a key wins.
+	Entries []Entry
+	// JVMOptions is the TaskManager's JVM options as Flink's scripts merge
+	// them (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS, JVM_ARGS, env.java.opts.all
+	// or FLINK_ENV_JAVA_OPTS, env.java.opts.taskmanager or
+	// FLINK_ENV_JAVA_OPTS_TM), with where each part came from; set only for
+	// a TaskManager.
+	JVMOptions []Part
+	// Env is the few variables the config rules read (GLIBC_TUNABLES,
+	// ROCKSDB_MUSL_LIBC): set ones only.
+	Env map[string]string
+}
+
+// ErrConfigLimit marks a config file refused for its size, nesting or
+// aliases: it is not read, and the config rules judge what came from
+// elsewhere.
+var ErrConfigLimit = errors.New("config file beyond the reader's limits")
+
+// ErrConfigFlink marks a config file Flink itself cannot load (a YAML
+// syntax error, a duplicate key, a null value): the process fails at start.
+var ErrConfigFlink = errors.New("Flink cannot load this config file")
+
+// Entry is one key as set by one source.
+type Entry struct {
+	Key, Value string
+	Source     string // "/opt/flink/conf/config.yaml, line 3", "FLINK_PROPERTIES", "argv (-D)"
+}
+
+// Part is a piece of the JVM's command line and where it came from.
+type Part struct {
+	Options string
+	Source  string
+}
+
+// Effective returns the value Flink uses for key and its entry, last one
+// winning.
+func (c *Config) Effective(key string) (Entry, bool) {
+	for i := len(c.Entries) - 1; i >= 0; i-- {
+		if c.Entries[i].Key == key {
+			return c.Entries[i], true
+		}
+	}
+	return Entry{}, false
+}
+
+// effective is every key once, with its winning entry, in first-set order.
+func (c *Config) effective() []Entry {
+	last := map[string]int{}
+	var order []string
+	for i, e := range c.Entries {
+		if _, ok := last[e.Key]; !ok {
+			order = append(order, e.Key)
+		}
+		last[e.Key] = i
+	}
+	out := make([]Entry, 0, len(order))
+	for _, k := range order {
+		out = append(out, c.Entries[last[k]])
+	}
+	return out
+}
+
+// Option is one of a release's configuration options.
+type Option struct {
+	Key        string
+	Map        bool     // a Map option: Flink also reads KEY.SUBKEY entries
+	Deprecated []string // deprecated keys, read when Key is not set, in order
+	Fallback   []string // fallback keys, read when Key is not set
+}
+
+// Keys is one release's table of options, made from its flink-dist and lib
+// by scripts/config-tables (make config-tables).
+type Keys struct {
+	Release string
+	Options map[string]*Option
+	// alias maps a deprecated or fallback key to the options reading it.
+	alias map[string][]*Option
+	// maps holds the Map options' keys, for KEY.SUBKEY.
+	maps []string
+}
+
+//go:embed flinkkeys/*.txt
+var keyTables embed.FS
+
+var (
+	tablesOnce sync.Once
+	tables     map[string]*Keys
+)
+
+// KeyTables returns the tables of every release that has one, by release.
+func KeyTables() map[string]*Keys {
+	tablesOnce.Do(func() {
+		tables = map[string]*Keys{}
+		names, _ := keyTables.ReadDir("flinkkeys")
+		for _, n := range names {
+			data, err := keyTables.ReadFile("flinkkeys/" + n.Name())
+			if err != nil {
+				panic(err) // embedded: cannot happen
+			}
+			release := strings.TrimSuffix(n.Name(), ".txt")
+			tables[release] = ParseKeys(release, string(data))
+		}
+	})
+	return tables
+}
+
+// ParseKeys reads a table: one option a line, "KEY [m] [d:KEY]... [f:KEY]...".
+func ParseKeys(release, text string) *Keys {
+	k := &Keys{Release: release, Options: map[string]*Option{}, alias: map[string][]*Option{}}
+	for _, line := range strings.Split(text, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		o := &Option{Key: fields[0]}
+		for _, f := range fields[1:] {
+			switch {
+			case f == "m":
+				o.Map = true
+			case strings.HasPrefix(f, "d:"):
+				o.Deprecated = append(o.Deprecated, f[2:])
+			case strings.HasPrefix(f, "f:"):
+				o.Fallback = append(o.Fallback, f[2:])
+			}
+		}
+		k.Options[o.Key] = o
+		for _, a := range slices.Concat(o.Deprecated, o.Fallback) {
+			k.alias[a] = append(k.alias[a], o)
+		}
+		if o.Map {
+			k.maps = append(k.maps, o.Key+".")
+		}
+	}
+	return k
+}
+
+// Known reports whether Flink reads key: an option's key, a deprecated or
+// fallback key, or an entry of a Map option (KEY.SUBKEY).
+func (k *Keys) Known(key string) bool {
+	if k.Options[key] != nil || len(k.alias[key]) > 0 {
+		return true
+	}
+	for _, m := range k.maps {
+		if strings.HasPrefix(key, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// TableFor returns the table of a Flink release: its own, else the newest
+// of its line (major.minor); nil when there is none.
+func TableFor(release string) *Keys {
+	all := KeyTables()
+	if k := all[release]; k != nil {
+		return k
+	}
+	line := lineOf(release)
+	if line == "" {
+		return nil
+	}
+	var best *Keys
+	for r, k := range all {
+		if lineOf(r) == line && (best == nil || Lookup(r) != nil && (Lookup(best.Release) == nil || Lookup(r).Version.GreaterThan(Lookup(best.Release).Version))) {
+			best = k
+		}
+	}
+	return best
+}
+
+func lineOf(release string) string {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// openPrefixes are the keys Flink leaves open: their names are chosen by
+// the user (a reporter's, a file system's, a plugin's, the Kubernetes
+// operator's own settings), so no table can know them.
+var openPrefixes = []string{
+	"metrics.reporter.",                           // metrics.reporter.<name>.*
+	"metrics.scope.",                              // custom scope formats
+	"fs.", "s3.", "s3a.", "gs.", "oss.", "azure.", // file system plugins forward these
+	"flink.hadoop.", "flink.yarn.", "hadoop.", // forwarded to Hadoop and YARN
+	"plugin.",                                 // plugin settings
+	"kubernetes.operator.", "job.autoscaler.", // the Flink Kubernetes Operator's own
+	"containerized.master.env.", "containerized.taskmanager.env.", // environment maps
+	"kubernetes.jobmanager.env.", "kubernetes.taskmanager.env.",
+	"pipeline.global-job-parameters.",
+	"sql-gateway.", "python.", // read by modules in opt/, not on the classpath the tables are made of
+	"security.kerberos.", "zookeeper.sasl.",
+	"$internal.",
+}
+
+// imageKeys are keys the official images write themselves (their
+// docker-entrypoint.sh): never a finding, whatever the release.
+var imageKeys = []string{"query.server.port"}
+
+func open(key string) bool {
+	if slices.Contains(imageKeys, key) {
+		return true
+	}
+	for _, p := range openPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// The config rules.
+
+// confRelease is the release whose config rules apply, with its table.
+func (v *view) confRelease() (string, *Keys) {
+	if v.Config.Dir == "" {
+		return "", nil
+	}
+	rel := v.flink
+	if d := v.theDist(); d != nil && distVersion(d) != "" {
+		rel = distVersion(d)
+	}
+	if rel == "" {
+		return "", nil
+	}
+	return rel, TableFor(rel)
+}
+
+func configFileLine(v *view) []Finding {
+	rel, _ := v.confRelease()
+	c := v.Config
+	if c.Dir != "" && errors.Is(c.Err, ErrConfigFlink) {
+		return one(Finding{Path: c.File, Message: "Flink cannot load its config file and fails at start",
+			Found: c.Err.Error(), Required: "a config file Flink " + cmp.Or(rel, "(unknown release)") + " loads",
+			Fix: "correct the file (a YAML syntax error, a key set twice in one mapping, or a key without a value)"})
+	}
+	if rel == "" || c.Present || c.Other == "" {
+		return nil
+	}
+	want, other := path.Base(c.File), path.Base(c.Other)
+	fix := "write the configuration as config.yaml (standard YAML; Flink's bin/migrate-config-file.sh converts a flink-conf.yaml), or, with the Flink Kubernetes Operator, set spec.flinkVersion to the image's release"
+	if want == "flink-conf.yaml" {
+		fix = "write the configuration as flink-conf.yaml (one `key: value` a line); Flink " + rel + " does not read config.yaml"
+	}
+	return one(Finding{Path: c.Dir, Message: fmt.Sprintf("Flink %s reads only %s and fails at start without it", rel, want),
+		Found: other + " without " + want, Required: want, Fix: fix})
+}
+
+func configKeyConflict(v *view) []Finding {
+	_, keys := v.confRelease()
+	if keys == nil {
+		return nil
+	}
+	var out []Finding
+	for _, e := range v.Config.effective() {
+		o := keys.Options[e.Key]
+		if o == nil {
+			continue
+		}
+		for _, old := range slices.Concat(o.Deprecated, o.Fallback) {
+			oe, ok := v.Config.Effective(old)
+			if !ok || oe.Value == e.Value {
+				continue
+			}
+			kind := "deprecated"
+			if !slices.Contains(o.Deprecated, old) {
+				kind = "fallback"
+			}
+			out = append(out, Finding{Path: v.Config.File,
+				Message:  fmt.Sprintf("%s and its %s key %s are both set, to different values; Flink uses %s", e.Key, kind, old, e.Key),
+				Found:    fmt.Sprintf("%s: %s (%s), %s: %s (%s)", e.Key, e.Value, e.Source, old, oe.Value, oe.Source),
+				Required: "one of the two keys, or both set to the same value",
+				Fix:      fmt.Sprintf("remove %s (%s) and keep %s at the value you mean", old, oe.Source, e.Key)})
+		}
+	}
+	return out
+}
+
+func configUnknownKey(v *view) []Finding {
+	rel, keys := v.confRelease()
+	if keys == nil {
+		return nil
+	}
+	var out []Finding
+	for _, e := range v.Config.effective() {
+		if open(e.Key) || keys.Known(e.Key) {
+			continue
+		}
+		if f, ok := removedKey(rel, keys, e); ok {
+			out = append(out, f)
+			continue
+		}
+		if near := keys.nearest(e.Key); near != "" {
+			out = append(out, Finding{Path: v.Config.File, Message: fmt.Sprintf("Flink %s does not know %s and ignores it", rel, e.Key),
+				Found: fmt.Sprintf("%s: %s (%s)", e.Key, e.Value, e.Source), Required: "a key Flink " + rel + " reads: " + near + ", a near name",
+				Fix: "rename " + e.Key + " to " + near})
+		}
+	}
+	return out
+}
+
+// removedKey reports a key another release's table knows and the host's does not.
+func removedKey(rel string, keys *Keys, e Entry) (Finding, bool) {
+	all := KeyTables()
+	var others []string
+	for r := range all {
+		others = append(others, r)
+	}
+	slices.Sort(others)
+	for _, r := range others {
+		t := all[r]
+		if r == keys.Release || !t.Known(e.Key) {
+			continue
+		}
+		// What replaced it: the option that read it there, if the host has it.
+		repl := ""
+		if o := t.Options[e.Key]; o == nil {
+			for _, a := range t.alias[e.Key] {
+				if keys.Options[a.Key] != nil {
+					repl = a.Key
+					break
+				}
+			}
+		}
+		req, fix := "no such key: Flink "+rel+" has no replacement for it", "remove "+e.Key
+		if repl != "" {
+			req, fix = repl+", which replaces it in Flink "+rel, "set "+repl+" instead of "+e.Key
+		}
+		return Finding{Path: configPath(e), Message: fmt.Sprintf("%s is a key of Flink %s that Flink %s no longer reads", e.Key, r, rel),
+			Found: fmt.Sprintf("%s: %s (%s)", e.Key, e.Value, e.Source), Required: req, Fix: fix}, true
+	}
+	return Finding{}, false
+}
+
+func configPath(e Entry) string {
+	if p, _, ok := strings.Cut(e.Source, ", line "); ok && strings.HasPrefix(p, "/") {
+		return p
+	}
+	return ""
+}
+
+// nearest returns the option key a typo was most likely meant as: within
+// an edit distance of 2 (1 for short keys), "" when none is.
+func (k *Keys) nearest(key string) string {
+	limit := 2
+	if len(key) < 12 {
+		limit = 1
+	}
+	best, bestD := "", limit+1
+	for cand := range k.Options {
+		if d := len(cand) - len(key); d > limit || -d > limit {
+			continue
+		}
+		if d := editDistance(key, cand, limit); d < bestD || d == bestD && cand < best {
+			best, bestD = cand, d
+		}
+	}
+	if bestD > limit {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance (a swap of two
+// neighbours counts once), or limit+1 once it exceeds limit.
+func editDistance(a, b string, limit int) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return min(prev[len(b)], limit+1)
+}
+
+// ArrowFlags are the JVM options StreamFusion's Arrow transposes need on a
+// TaskManager, with the value each must have.
+var ArrowFlags = [][2]string{{"arrow.enable_unsafe_memory_access", "true"}, {"arrow.enable_null_check_for_get", "false"}}
+
+// ArrowOptions is ArrowFlags as JVM options.
+func ArrowOptions() string {
+	var s []string
+	for _, f := range ArrowFlags {
+		s = append(s, "-D"+f[0]+"="+f[1])
+	}
+	return strings.Join(s, " ")
+}
+
+func isTaskManager(role string) bool {
+	return role == "taskmanager" || role == "kubernetes-taskmanager"
+}
+
+func configTaskManagerFlags(v *view) []Finding {
+	c := v.Config
+	if c.Dir == "" || !isTaskManager(c.Role) || len(v.ids) == 0 {
+		return nil
+	}
+	values := map[string]string{} // the last -Dname=value wins, as in the JVM
+	for _, p := range c.JVMOptions {
+		for _, w := range strings.Fields(p.Options) {
+			if name, val, ok := strings.Cut(strings.TrimPrefix(w, "-D"), "="); ok && strings.HasPrefix(w, "-D") {
+				values[name] = val
+			}
+		}
+	}
+	var missing []string
+	for _, f := range ArrowFlags {
+		if values[f[0]] != f[1] {
+			missing = append(missing, "-D"+f[0]+"="+f[1])
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var found []string
+	for _, p := range c.JVMOptions {
+		if strings.TrimSpace(p.Options) != "" {
+			found = append(found, strings.TrimSpace(p.Options)+" ("+p.Source+")")
+		}
+	}
+	foundText := "JVM options without " + strings.Join(missing, " ")
+	if len(found) > 0 {
+		foundText += ": " + strings.Join(found, "; ")
+	}
+	return one(Finding{Path: c.File, Message: "the TaskManager's JVM lacks the Arrow options StreamFusion's transposes need (about a third of their CPU otherwise)",
+		Found: foundText, Required: ArrowOptions() + " in the TaskManager's JVM options",
+		Fix: "add them to env.java.opts.taskmanager (config file or FLINK_PROPERTIES: `env.java.opts.taskmanager: " + ArrowOptions() + "`, appended to what it holds)"})
+}
+
+// NativeEnv are the variables a payload with native libraries needs, with
+// their values.
+var NativeEnv = [][2]string{{"GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=131072"}, {"ROCKSDB_MUSL_LIBC", "false"}}
+
+func configEnv(v *view) []Finding {
+	c := v.Config
+	natives := v.natives()
+	if c.Dir == "" || len(natives) == 0 {
+		return nil
+	}
+	var out []Finding
+	for _, kv := range NativeEnv {
+		got, set := c.Env[kv[0]]
+		ok := got == kv[1]
+		if kv[0] == "GLIBC_TUNABLES" {
+			ok = staticTLS(got)
+		}
+		if ok {
+			continue
+		}
+		found := kv[0] + " is not set"
+		if set {
+			found = kv[0] + "=" + got
+		}
+		out = append(out, Finding{Path: natives[0].Path, Message: name(natives[0]) + " carries native libraries, and the environment lacks a setting they need",
+			Found: found, Required: kv[0] + "=" + kv[1], Fix: "set " + kv[0] + "=" + kv[1] + " in the image (Dockerfile ENV) or the pod's env"})
+	}
+	return out
+}
+
+// staticTLS reports whether GLIBC_TUNABLES, a colon-separated list of
+// tunables, reserves at least the static TLS the native libraries need;
+// the last setting of a tunable wins.
+func staticTLS(tunables string) bool {
+	size := -1
+	for _, t := range strings.Split(tunables, ":") {
+		if v, ok := strings.CutPrefix(t, "glibc.rtld.optional_static_tls="); ok {
+			n, err := strconv.ParseUint(v, 0, 32)
+			size = -1
+			if err == nil {
+				size = int(n)
+			}
+		}
+	}
+	return size >= 131072
+}
