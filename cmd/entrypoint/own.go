@@ -67,7 +67,7 @@ func check(env []string, asJSON bool, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	v, err := checkHere(cfg, nil) // no signals caught: an interactive command
+	v, err := checkHere(cfg, process{}, nil) // no signals caught: an interactive command
 	var late *admit.TimeoutError
 	if errors.As(err, &late) {
 		fmt.Fprintln(stderr, "streamfusion: ERROR", timedOut("check", cfg, late))

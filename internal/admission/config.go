@@ -284,6 +284,11 @@ func configFileLine(v *view) []Finding {
 		Found: other + " without " + want, Required: want, Fix: fix})
 }
 
+// configKeyConflict reports a key set beside one of its deprecated keys to
+// another value. A non-deprecated fallback key is another live option the
+// key only defaults to (rest.address falls back to jobmanager.rpc.address):
+// setting both apart is deliberate (the official images do), so it is not
+// reported.
 func configKeyConflict(v *view) []Finding {
 	_, keys := v.confRelease()
 	if keys == nil {
@@ -295,17 +300,13 @@ func configKeyConflict(v *view) []Finding {
 		if o == nil {
 			continue
 		}
-		for _, old := range slices.Concat(o.Deprecated, o.Fallback) {
+		for _, old := range o.Deprecated {
 			oe, ok := v.Config.Effective(old)
 			if !ok || oe.Value == e.Value {
 				continue
 			}
-			kind := "deprecated"
-			if !slices.Contains(o.Deprecated, old) {
-				kind = "fallback"
-			}
 			out = append(out, Finding{Path: v.Config.File,
-				Message:  fmt.Sprintf("%s and its %s key %s are both set, to different values; Flink uses %s", e.Key, kind, old, e.Key),
+				Message:  fmt.Sprintf("%s and its deprecated key %s are both set, to different values; Flink uses %s", e.Key, old, e.Key),
 				Found:    fmt.Sprintf("%s: %s (%s), %s: %s (%s)", e.Key, e.Value, e.Source, old, oe.Value, oe.Source),
 				Required: "one of the two keys, or both set to the same value",
 				Fix:      fmt.Sprintf("remove %s (%s) and keep %s at the value you mean", old, oe.Source, e.Key)})

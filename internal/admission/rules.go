@@ -66,7 +66,7 @@ var Rules = []Rule{
 	{"line-experimental", Warning, "The host runs the experimental Flink 1.18 line.", lineExperimental},
 	{"requires-missing", Warning, "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", requiresMissing},
 	{"stock-requires-missing", Warning, "A stock JAR named in StreamFusion-Stock-Requires is not in lib.", stockMissing},
-	{"config-key-conflict", Warning, "A key and its deprecated or fallback key are both set, to different values: Flink uses the key and ignores the other.", configKeyConflict},
+	{"config-key-conflict", Warning, "A key and its deprecated key are both set, to different values: Flink uses the key and ignores the deprecated one.", configKeyConflict},
 	{"config-unknown-key", Warning, "A key the host's Flink does not read: a near name of a key it knows, or a key an other release had.", configUnknownKey},
 	{"config-taskmanager-flags", Warning, "A TaskManager's JVM options lack the Arrow options StreamFusion needs (-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false).", configTaskManagerFlags},
 	{"config-env", Warning, "A payload carries native libraries and GLIBC_TUNABLES (glibc.rtld.optional_static_tls=131072) or ROCKSDB_MUSL_LIBC=false is not set.", configEnv},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
 // configCase is a conf directory and how the process starts. The same case
@@ -272,7 +273,6 @@ func cutUnescaped(l string) (string, string, bool) {
 	return "", "", false
 }
 
-
 // TestConfigTablesMatchTheDistributions regenerates each release's table of
 // options from its real lib (scripts/config-tables, as `make config-tables`
 // runs it) and fails on any difference from the table checked in.
@@ -296,4 +296,107 @@ func TestConfigTablesMatchTheDistributions(t *testing.T) {
 			assert.Equal(t, string(checked), string(out), "internal/admission/flinkkeys/%s.txt is stale: run `make config-tables`", version)
 		})
 	}
+}
+
+// operatorArgs are the dynamic properties native Kubernetes (and so the
+// Flink Kubernetes Operator) passes kubernetes-taskmanager.sh.
+var operatorArgs = strings.Fields("-D taskmanager.memory.network.min=134217730b -D taskmanager.cpu.cores=1.0 " +
+	"-D taskmanager.memory.task.off-heap.size=0b -D taskmanager.memory.jvm-metaspace.size=268435456b -D external-resources=none " +
+	"-D taskmanager.memory.jvm-overhead.min=201326592b -D taskmanager.memory.framework.off-heap.size=134217728b " +
+	"-D taskmanager.memory.network.max=134217730b -D taskmanager.memory.framework.heap.size=134217728b " +
+	"-D taskmanager.memory.managed.size=536870920b -D taskmanager.memory.task.heap.size=402653174b " +
+	"-D taskmanager.numberOfTaskSlots=2 -D taskmanager.memory.jvm-overhead.max=201326592b")
+
+// imageKeys are what the official images write into the config; operatorKeys
+// what the Flink Kubernetes Operator adds to a FlinkDeployment's
+// (its own kubernetes.operator.* settings included).
+const (
+	imageKeys    = "jobmanager.rpc.address: flink-jobmanager\nblob.server.port: 6124\nquery.server.port: 6125\ntaskmanager.numberOfTaskSlots: 2\n"
+	operatorKeys = "kubernetes.cluster-id: basic\nkubernetes.namespace: flink\nexecution.target: kubernetes-application\n" +
+		"kubernetes.container.image.ref: flink:2.2\nkubernetes.jobmanager.replicas: 1\nkubernetes.jobmanager.cpu.amount: 1.0\n" +
+		"kubernetes.taskmanager.cpu.amount: 1.0\nkubernetes.service-account: flink\nkubernetes.rest-service.exposed.type: ClusterIP\n" +
+		"kubernetes.pod-template-file.jobmanager: /opt/flink/pod-template/jobmanager-pod-template.yaml\n" +
+		"kubernetes.pod-template-file.taskmanager: /opt/flink/pod-template/taskmanager-pod-template.yaml\n" +
+		"kubernetes.internal.jobmanager.entrypoint.class: org.apache.flink.kubernetes.entrypoint.KubernetesApplicationClusterEntrypoint\n" +
+		"high-availability.type: kubernetes\nhigh-availability.storageDir: s3://bucket/ha\nstate.savepoints.dir: s3://bucket/savepoints\n" +
+		"kubernetes.operator.periodic.savepoint.interval: 6h\nkubernetes.operator.job.upgrade.last-state-fallback.enabled: true\n" +
+		"job.autoscaler.enabled: true\nmetrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n" +
+		"metrics.reporter.prom.port: 9249\n$internal.application.program-args: --input;s3://in\npipeline.name: wordcount\n"
+)
+
+// TestRealConfigsGiveNoConfigFindings: each supported distribution's own
+// conf/, as it ships, as the official image fills it, and with what the
+// operator and native Kubernetes add, draws no config finding on a
+// StreamFusion host (a TaskManager with the Arrow options and the
+// environment StreamFusion images set).
+func TestRealConfigsGiveNoConfigFindings(t *testing.T) {
+	env := map[string]string{"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=131072", "ROCKSDB_MUSL_LIBC": "false",
+		"FLINK_ENV_JAVA_OPTS_TM": admission.ArrowOptions()}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	for _, v := range []string{"2.2.0", "2.2.1", "1.18.1"} {
+		for _, c := range []struct {
+			name   string
+			extra  string
+			role   string
+			args   []string
+			launch host.Launch
+		}{
+			{"as shipped", "", "jobmanager", nil, host.LaunchBare},
+			{"as the image fills it", imageKeys, "taskmanager", nil, host.LaunchImage},
+			{"with the operator's keys", imageKeys + operatorKeys, "kubernetes-taskmanager", operatorArgs, host.LaunchImage},
+		} {
+			t.Run(v+"/"+c.name, func(t *testing.T) {
+				root := layout{flink: v, planner: []string{"loader"}, sf: testkit.StreamFusion(sfLine(v), "0.1.0")}.build(t)
+				conf := filepath.Join(root, "opt/flink/conf")
+				require.NoError(t, os.MkdirAll(conf, 0o755))
+				shipped := filepath.Join(flinkHome(t, v), "conf")
+				entries, err := os.ReadDir(shipped)
+				require.NoError(t, err)
+				for _, e := range entries {
+					data, err := os.ReadFile(filepath.Join(shipped, e.Name()))
+					require.NoError(t, err)
+					if e.Name() == "config.yaml" || e.Name() == "flink-conf.yaml" {
+						data = append(data, c.extra...)
+					}
+					require.NoError(t, os.WriteFile(filepath.Join(conf, e.Name()), data, 0o644))
+				}
+				facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{
+					LibDir: root + "/opt/flink/lib", JavaHome: root + "/" + testkit.JavaHome, OS: "linux", Arch: "x86_64",
+					ConfDir: conf, Role: c.role, Args: c.args, Launch: c.launch, Getenv: getenv,
+				}, nil)
+				require.NoError(t, err)
+				require.NoError(t, facts.Config.Err)
+				require.NotEmpty(t, facts.Config.Entries, "the shipped config was read")
+				d := admission.Decide(facts)
+				for _, f := range d.Findings {
+					assert.False(t, strings.HasPrefix(f.Rule, "config-"), "%s", f.Text())
+				}
+				// The same host without the Arrow options: the TaskManager is warned, only it.
+				delete(env, "FLINK_ENV_JAVA_OPTS_TM")
+				defer func() { env["FLINK_ENV_JAVA_OPTS_TM"] = admission.ArrowOptions() }()
+				d = admission.Decide(mustGather(t, root, conf, c.role, c.args, c.launch, getenv))
+				want := []string(nil)
+				if strings.HasSuffix(c.role, "taskmanager") {
+					want = []string{"config-taskmanager-flags"}
+				}
+				var got []string
+				for _, f := range d.Findings {
+					if strings.HasPrefix(f.Rule, "config-") {
+						got = append(got, f.Rule)
+					}
+				}
+				assert.Equal(t, want, got)
+			})
+		}
+	}
+}
+
+func mustGather(t *testing.T, root, conf, role string, args []string, launch host.Launch, getenv func(string) (string, bool)) *admission.Facts {
+	t.Helper()
+	facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{
+		LibDir: root + "/opt/flink/lib", JavaHome: root + "/" + testkit.JavaHome, OS: "linux", Arch: "x86_64",
+		ConfDir: conf, Role: role, Args: args, Launch: launch, Getenv: getenv,
+	}, nil)
+	require.NoError(t, err)
+	return facts
 }
