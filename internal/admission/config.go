@@ -106,75 +106,154 @@ type Option struct {
 }
 
 // Keys is one release's table of options, made from its flink-dist and lib
-// by scripts/config-tables (make config-tables).
+// by scripts/config-tables (make config-tables): sorted lines
+// "KEY [m] [d:KEY]... [f:KEY]...". A key is looked up in the sorted text
+// (a start whose keys are all options' own parses nothing more); the index
+// of deprecated and fallback keys and of Map options is built on the first
+// key that is not an option's own.
 type Keys struct {
 	Release string
-	Options map[string]*Option
-	// alias maps a deprecated or fallback key to the options reading it.
-	alias map[string][]*Option
-	// maps holds the Map options' keys, for KEY.SUBKEY.
-	maps []string
+	text    string
+	lines   []int // start offsets of the lines, in key order
+
+	once  sync.Once
+	alias map[string][]string // a deprecated or fallback key to the options reading it
+	maps  []string            // the Map options' keys with a dot, for KEY.SUBKEY
 }
 
 //go:embed flinkkeys/*.txt
 var keyTables embed.FS
 
-var (
-	tablesOnce sync.Once
-	tables     map[string]*Keys
-)
-
-// KeyTables returns the tables of every release that has one, by release.
-func KeyTables() map[string]*Keys {
-	tablesOnce.Do(func() {
-		tables = map[string]*Keys{}
-		names, _ := keyTables.ReadDir("flinkkeys")
-		for _, n := range names {
-			data, err := keyTables.ReadFile("flinkkeys/" + n.Name())
-			if err != nil {
-				panic(err) // embedded: cannot happen
-			}
-			release := strings.TrimSuffix(n.Name(), ".txt")
-			tables[release] = ParseKeys(release, string(data))
-		}
-	})
-	return tables
+// lazyKeys is a release's table, parsed on first use: a start parses its
+// own release's table only, and the others only to name a removed key.
+type lazyKeys struct {
+	once sync.Once
+	keys *Keys
 }
 
-// ParseKeys reads a table: one option a line, "KEY [m] [d:KEY]... [f:KEY]...".
+var tables = func() map[string]*lazyKeys {
+	m := map[string]*lazyKeys{}
+	names, _ := keyTables.ReadDir("flinkkeys")
+	for _, n := range names {
+		m[strings.TrimSuffix(n.Name(), ".txt")] = &lazyKeys{}
+	}
+	return m
+}()
+
+// Releases lists the releases that have a table, sorted.
+func Releases() []string {
+	var out []string
+	for r := range tables {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// KeysOf returns a release's table; nil when it has none.
+func KeysOf(release string) *Keys {
+	l := tables[release]
+	if l == nil {
+		return nil
+	}
+	l.once.Do(func() {
+		data, err := keyTables.ReadFile("flinkkeys/" + release + ".txt")
+		if err != nil {
+			panic(err) // embedded: cannot happen
+		}
+		l.keys = ParseKeys(release, string(data))
+	})
+	return l.keys
+}
+
+// ParseKeys takes a table's text (sorted by key, as scripts/config-tables
+// writes it).
 func ParseKeys(release, text string) *Keys {
-	k := &Keys{Release: release, Options: map[string]*Option{}, alias: map[string][]*Option{}}
-	for _, line := range strings.Split(text, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
+	k := &Keys{Release: release, text: text}
+	for i := 0; i < len(text); {
+		k.lines = append(k.lines, i)
+		j := strings.IndexByte(text[i:], '\n')
+		if j < 0 {
+			break
 		}
-		o := &Option{Key: fields[0]}
-		for _, f := range fields[1:] {
-			switch {
-			case f == "m":
-				o.Map = true
-			case strings.HasPrefix(f, "d:"):
-				o.Deprecated = append(o.Deprecated, f[2:])
-			case strings.HasPrefix(f, "f:"):
-				o.Fallback = append(o.Fallback, f[2:])
-			}
-		}
-		k.Options[o.Key] = o
-		for _, a := range slices.Concat(o.Deprecated, o.Fallback) {
-			k.alias[a] = append(k.alias[a], o)
-		}
-		if o.Map {
-			k.maps = append(k.maps, o.Key+".")
-		}
+		i += j + 1
 	}
 	return k
+}
+
+func (k *Keys) line(i int) string {
+	end := len(k.text)
+	if i+1 < len(k.lines) {
+		end = k.lines[i+1]
+	}
+	return strings.TrimRight(k.text[k.lines[i]:end], "\n")
+}
+
+func parseOption(line string) *Option {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return nil
+	}
+	o := &Option{Key: fields[0]}
+	for _, f := range fields[1:] {
+		switch {
+		case f == "m":
+			o.Map = true
+		case strings.HasPrefix(f, "d:"):
+			o.Deprecated = append(o.Deprecated, f[2:])
+		case strings.HasPrefix(f, "f:"):
+			o.Fallback = append(o.Fallback, f[2:])
+		}
+	}
+	return o
+}
+
+// Option returns the option whose own key is key; nil when none is.
+func (k *Keys) Option(key string) *Option {
+	i, found := slices.BinarySearchFunc(k.lines, key, func(start int, key string) int {
+		end := start
+		for end < len(k.text) && k.text[end] != ' ' && k.text[end] != '\n' {
+			end++
+		}
+		return strings.Compare(k.text[start:end], key)
+	})
+	if !found {
+		return nil
+	}
+	return parseOption(k.line(i))
+}
+
+// Each calls f with every option, in key order.
+func (k *Keys) Each(f func(*Option)) {
+	for i := range k.lines {
+		if o := parseOption(k.line(i)); o != nil {
+			f(o)
+		}
+	}
+}
+
+func (k *Keys) index() {
+	k.once.Do(func() {
+		k.alias = map[string][]string{}
+		k.Each(func(o *Option) {
+			for _, a := range slices.Concat(o.Deprecated, o.Fallback) {
+				k.alias[a] = append(k.alias[a], o.Key)
+			}
+			if o.Map {
+				k.maps = append(k.maps, o.Key+".")
+			}
+		})
+	})
 }
 
 // Known reports whether Flink reads key: an option's key, a deprecated or
 // fallback key, or an entry of a Map option (KEY.SUBKEY).
 func (k *Keys) Known(key string) bool {
-	if k.Options[key] != nil || len(k.alias[key]) > 0 {
+	if k.Option(key) != nil {
+		return true
+	}
+	k.index()
+	if len(k.alias[key]) > 0 {
 		return true
 	}
 	for _, m := range k.maps {
@@ -188,21 +267,23 @@ func (k *Keys) Known(key string) bool {
 // TableFor returns the table of a Flink release: its own, else the newest
 // of its line (major.minor); nil when there is none.
 func TableFor(release string) *Keys {
-	all := KeyTables()
-	if k := all[release]; k != nil {
-		return k
+	if tables[release] != nil {
+		return KeysOf(release)
 	}
 	line := lineOf(release)
 	if line == "" {
 		return nil
 	}
-	var best *Keys
-	for r, k := range all {
-		if lineOf(r) == line && (best == nil || Lookup(r) != nil && (Lookup(best.Release) == nil || Lookup(r).Version.GreaterThan(Lookup(best.Release).Version))) {
-			best = k
+	best := ""
+	for _, r := range Releases() {
+		if lineOf(r) == line && (best == "" || Lookup(r) != nil && (Lookup(best) == nil || Lookup(r).Version.GreaterThan(Lookup(best).Version))) {
+			best = r
 		}
 	}
-	return best
+	if best == "" {
+		return nil
+	}
+	return KeysOf(best)
 }
 
 func lineOf(release string) string {
@@ -296,7 +377,7 @@ func configKeyConflict(v *view) []Finding {
 	}
 	var out []Finding
 	for _, e := range v.Config.effective() {
-		o := keys.Options[e.Key]
+		o := keys.Option(e.Key)
 		if o == nil {
 			continue
 		}
@@ -340,23 +421,21 @@ func configUnknownKey(v *view) []Finding {
 
 // removedKey reports a key another release's table knows and the host's does not.
 func removedKey(rel string, keys *Keys, e Entry) (Finding, bool) {
-	all := KeyTables()
-	var others []string
-	for r := range all {
-		others = append(others, r)
-	}
-	slices.Sort(others)
-	for _, r := range others {
-		t := all[r]
-		if r == keys.Release || !t.Known(e.Key) {
+	for _, r := range Releases() {
+		if r == keys.Release {
+			continue
+		}
+		t := KeysOf(r)
+		if !t.Known(e.Key) {
 			continue
 		}
 		// What replaced it: the option that read it there, if the host has it.
 		repl := ""
-		if o := t.Options[e.Key]; o == nil {
+		if t.Option(e.Key) == nil {
+			t.index()
 			for _, a := range t.alias[e.Key] {
-				if keys.Options[a.Key] != nil {
-					repl = a.Key
+				if keys.Option(a) != nil {
+					repl = a
 					break
 				}
 			}
@@ -386,7 +465,8 @@ func (k *Keys) nearest(key string) string {
 		limit = 1
 	}
 	best, bestD := "", limit+1
-	for cand := range k.Options {
+	for i := range k.lines {
+		cand, _, _ := strings.Cut(k.line(i), " ")
 		if d := len(cand) - len(key); d > limit || -d > limit {
 			continue
 		}

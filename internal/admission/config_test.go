@@ -181,6 +181,12 @@ func TestKeyTables(t *testing.T) {
 		assert.True(t, k.Known("state.backend"), "a deprecated key is read: %s", rel)
 		assert.True(t, k.Known("kubernetes.jobmanager.annotations.team"), "an entry of a Map option: %s", rel)
 		assert.False(t, k.Known("taskmanager.numberOfTaskSlot"), rel)
+		prev, n := "", 0
+		k.Each(func(o *admission.Option) {
+			assert.Less(t, prev, o.Key, "the table is sorted, keys once: lookups search it")
+			prev, n = o.Key, n+1
+		})
+		assert.Greater(t, n, 500, rel)
 	}
 	assert.Equal(t, "2.2.1", admission.TableFor("2.2.7").Release, "an unknown patch release takes its line's newest table")
 	assert.Nil(t, admission.TableFor("1.20.3"))
