@@ -328,6 +328,63 @@ func open(key string) bool {
 	return false
 }
 
+// TaskManagerJVM is the TaskManager's JVM options as bin/config.sh and
+// taskmanager.sh merge them: FLINK_ENV_JAVA_OPTS when set, else
+// env.java.default-opts.all and env.java.opts.all (else the deprecated
+// env.java.opts) of the config file; FLINK_ENV_JAVA_OPTS_TM when set, else
+// env.java.default-opts.taskmanager and env.java.opts.taskmanager; the
+// JVM's own JAVA_TOOL_OPTIONS and JDK_JAVA_OPTIONS and the scripts'
+// JVM_ARGS before them. The scripts read the file, not argv's -D: entries
+// are the file's (and what the image merged into it).
+func TaskManagerJVM(entries []Entry, getenv func(string) (string, bool)) []Part {
+	value := func(key string) (Part, bool) {
+		for i := len(entries) - 1; i >= 0; i-- {
+			if entries[i].Key == key && strings.TrimSpace(entries[i].Value) != "" {
+				return Part{Options: entries[i].Value, Source: key + " in " + entries[i].Source}, true
+			}
+		}
+		return Part{}, false
+	}
+	env := func(k string) (Part, bool) {
+		if getenv == nil {
+			return Part{}, false
+		}
+		v, ok := getenv(k)
+		return Part{Options: v, Source: k}, ok && v != ""
+	}
+	var parts []Part
+	for _, k := range []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "JVM_ARGS"} {
+		if p, ok := env(k); ok {
+			parts = append(parts, p)
+		}
+	}
+	if p, ok := env("FLINK_ENV_JAVA_OPTS"); ok {
+		parts = append(parts, p)
+	} else {
+		if p, ok := value("env.java.default-opts.all"); ok {
+			parts = append(parts, p)
+		}
+		if p, ok := value("env.java.opts.all"); ok {
+			parts = append(parts, p)
+		} else if p, ok := value("env.java.opts"); ok {
+			parts = append(parts, p)
+		}
+	}
+	if p, ok := env("FLINK_ENV_JAVA_OPTS_TM"); ok {
+		parts = append(parts, p)
+	} else {
+		for _, k := range []string{"env.java.default-opts.taskmanager", "env.java.opts.taskmanager"} {
+			if p, ok := value(k); ok {
+				parts = append(parts, p)
+			}
+		}
+	}
+	for i := range parts { // the scripts strip one pair of surrounding quotes
+		parts[i].Options = strings.TrimSuffix(strings.TrimPrefix(parts[i].Options, `"`), `"`)
+	}
+	return parts
+}
+
 // The config rules.
 
 // confRelease is the release whose config rules apply, with its table.
@@ -524,13 +581,15 @@ func ArrowOptions() string {
 	return strings.Join(s, " ")
 }
 
-func isTaskManager(role string) bool {
+// IsTaskManager reports whether a role (internal/roles' names) starts a
+// TaskManager.
+func IsTaskManager(role string) bool {
 	return role == "taskmanager" || role == "kubernetes-taskmanager"
 }
 
 func configTaskManagerFlags(v *view) []Finding {
 	c := v.Config
-	if c.Dir == "" || !isTaskManager(c.Role) || len(v.ids) == 0 {
+	if c.Dir == "" || !IsTaskManager(c.Role) || !v.payloads {
 		return nil
 	}
 	values := map[string]string{} // the last -Dname=value wins, as in the JVM
@@ -610,4 +669,28 @@ func staticTLS(tunables string) bool {
 		}
 	}
 	return size >= 131072
+}
+
+// JudgeConfig runs the rules on a configuration that is not a host's own:
+// a FlinkDeployment's spec.flinkConfiguration, which the Flink Kubernetes
+// Operator writes into the config file of the pods it starts. release is
+// the image's Flink release, payloads whether the image holds StreamFusion
+// payloads. The file rules (config-file-line) and the environment's
+// (config-env) belong to the image's own verdict and are not run.
+func JudgeConfig(release string, payloads bool, c Config) []Finding {
+	if c.Dir == "" {
+		c.Dir = "(" + c.File + ")"
+	}
+	v := &view{Facts: &Facts{Config: c}, flink: release, payloads: payloads}
+	var out []Finding
+	for _, r := range Rules {
+		switch r.ID {
+		case "config-key-conflict", "config-unknown-key", "config-taskmanager-flags":
+			for _, f := range r.check(v) {
+				f.Rule, f.Severity = r.ID, r.Severity
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }

@@ -126,6 +126,8 @@ type view struct {
 	release    *Release     // nil when unknown
 	java       *JavaVersion
 
+	payloads bool // StreamFusion content on the classpath
+
 	loader   *Identity // the one valid loader, if exactly one
 	embedded *Identity // its embedded core, if readable
 	core     *Identity // the one runtime core, if exactly one
@@ -166,6 +168,7 @@ func newView(f *Facts) *view {
 			v.byPath[j.Path] = id
 		}
 	}
+	v.payloads = len(v.ids) > 0
 	if all := append(append([]*payload.JAR(nil), v.planner...), v.scala...); len(all) == 1 && all[0].Err == nil {
 		v.thePlanner = all[0]
 		v.flink = manifestValue(v.thePlanner, "Implementation-Version")

@@ -84,7 +84,7 @@ func ReadConfig(fsys fs.FS, s Settings, flinkVersion string) admission.Config {
 		}
 	}
 	if s.Role == "taskmanager" || s.Role == "kubernetes-taskmanager" {
-		c.JVMOptions = taskManagerJVM(fileEntries, s.Getenv)
+		c.JVMOptions = admission.TaskManagerJVM(fileEntries, s.Getenv)
 	}
 	return c
 }
@@ -199,62 +199,6 @@ func DynamicProperties(args []string) []admission.Entry {
 		out = append(out, admission.Entry{Key: k, Value: v, Source: "argv (-D)"})
 	}
 	return out
-}
-
-// taskManagerJVM is the TaskManager's JVM options as bin/config.sh and
-// taskmanager.sh merge them: FLINK_ENV_JAVA_OPTS when set, else
-// env.java.default-opts.all and env.java.opts.all (else the deprecated
-// env.java.opts) of the config file; FLINK_ENV_JAVA_OPTS_TM when set, else
-// env.java.default-opts.taskmanager and env.java.opts.taskmanager; the
-// JVM's own JAVA_TOOL_OPTIONS and JDK_JAVA_OPTIONS and the scripts'
-// JVM_ARGS before them. The scripts read the file, not argv's -D.
-func taskManagerJVM(entries []admission.Entry, getenv func(string) (string, bool)) []admission.Part {
-	value := func(key string) (admission.Part, bool) {
-		for i := len(entries) - 1; i >= 0; i-- {
-			if entries[i].Key == key && strings.TrimSpace(entries[i].Value) != "" {
-				return admission.Part{Options: entries[i].Value, Source: key + " in " + entries[i].Source}, true
-			}
-		}
-		return admission.Part{}, false
-	}
-	env := func(k string) (admission.Part, bool) {
-		if getenv == nil {
-			return admission.Part{}, false
-		}
-		v, ok := getenv(k)
-		return admission.Part{Options: v, Source: k}, ok && v != ""
-	}
-	var parts []admission.Part
-	for _, k := range []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "JVM_ARGS"} {
-		if p, ok := env(k); ok {
-			parts = append(parts, p)
-		}
-	}
-	if p, ok := env("FLINK_ENV_JAVA_OPTS"); ok {
-		parts = append(parts, p)
-	} else {
-		if p, ok := value("env.java.default-opts.all"); ok {
-			parts = append(parts, p)
-		}
-		if p, ok := value("env.java.opts.all"); ok {
-			parts = append(parts, p)
-		} else if p, ok := value("env.java.opts"); ok {
-			parts = append(parts, p)
-		}
-	}
-	if p, ok := env("FLINK_ENV_JAVA_OPTS_TM"); ok {
-		parts = append(parts, p)
-	} else {
-		for _, k := range []string{"env.java.default-opts.taskmanager", "env.java.opts.taskmanager"} {
-			if p, ok := value(k); ok {
-				parts = append(parts, p)
-			}
-		}
-	}
-	for i := range parts { // the scripts strip one pair of surrounding quotes
-		parts[i].Options = strings.TrimSuffix(strings.TrimPrefix(parts[i].Options, `"`), `"`)
-	}
-	return parts
 }
 
 // standardEntries reads config.yaml as Flink 2.x does (snakeyaml-engine,
