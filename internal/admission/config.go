@@ -55,7 +55,7 @@ var ErrConfigLimit = errors.New("config file beyond the reader's limits")
 
 // ErrConfigFlink marks a config file Flink itself cannot load (a YAML
 // syntax error, a duplicate key, a null value): the process fails at start.
-var ErrConfigFlink = errors.New("Flink cannot load this config file")
+var ErrConfigFlink = errors.New("config file that Flink cannot load")
 
 // Entry is one key as set by one source.
 type Entry struct {
