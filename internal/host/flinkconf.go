@@ -210,7 +210,7 @@ func DynamicProperties(args []string) []admission.Entry {
 func standardEntries(data []byte, file string) ([]admission.Entry, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(blankComments(data), &doc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConfigFlink, file, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfigFlink, file, err)
 	}
 	f := &flattener{file: file}
 	if len(doc.Content) == 0 {
