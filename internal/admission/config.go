@@ -308,7 +308,6 @@ var openPrefixes = []string{
 	"kubernetes.jobmanager.env.", "kubernetes.taskmanager.env.",
 	"pipeline.global-job-parameters.",
 	"sql-gateway.", "python.", // read by modules in opt/, not on the classpath the tables are made of
-	"security.kerberos.", "zookeeper.sasl.",
 	"$internal.",
 }
 
