@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash
+.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables
 
 build: bin/entrypoint bin/streamfusion
 
@@ -45,6 +45,20 @@ flink-dist:
 test-real: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
 	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
+
+# --- config tables (issue 21)
+# Each supported release's table of configuration options (every public
+# static ConfigOption of its lib, the planner included), checked in and
+# embedded by internal/admission; TestConfigTablesMatchTheDistributions
+# (make test-real) fails when they differ from the real distributions.
+CONFIG_TABLE_VERSIONS := 2.2.0 2.2.1 1.18.1
+config-tables:
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(CONFIG_TABLE_VERSIONS) >/dev/null
+	for v in $(CONFIG_TABLE_VERSIONS); do \
+		java -Dlog4j2.level=OFF scripts/config-tables/ConfigTables.java $(FLINK_DIST)/$$v > internal/admission/flinkkeys/$$v.txt.tmp && \
+		mv internal/admission/flinkkeys/$$v.txt.tmp internal/admission/flinkkeys/$$v.txt || exit 1; \
+	done
+# --- end config tables
 
 # The differential JAR corpus: real writers (jar, Maven, zip, bsdtar, 7z,
 # Python, Go) and corrupters, read by the JVM and by internal/payload.
@@ -112,7 +126,7 @@ lint:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
 	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/admission:FuzzParseStockVersion internal/admission:FuzzIdentifyStock internal/admission:FuzzAttributeSyntax internal/roles:FuzzClassify internal/image:FuzzScanLayer \
-	internal/deploy:FuzzParse internal/webhook:FuzzValidate internal/classfile:FuzzParse internal/payload:FuzzArchive internal/install:FuzzParseJournal
+	internal/deploy:FuzzParse internal/webhook:FuzzValidate internal/classfile:FuzzParse internal/payload:FuzzArchive internal/install:FuzzParseJournal internal/host:FuzzReadConfig
 # scripts/fuzz tries a run once more only when Go's coordinator failed it at
 # the deadline with no input written (golang/go#75804, Go 1.26).
 fuzz:

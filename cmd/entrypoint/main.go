@@ -139,7 +139,7 @@ func start(args, env []string, stdout, stderr io.Writer) error {
 	}
 
 	sigs := catchSignals()
-	v, err := checkHere(cfg, sigs.caught)
+	v, err := checkHere(cfg, process{role, roles.Args(args[1:])}, sigs.caught)
 
 	name := string(role)
 	var sig *admit.Interrupted
@@ -238,9 +238,9 @@ func admissionContext(timeout time.Duration, caught <-chan os.Signal) (context.C
 // checkHere checks this host within the admission deadline, stopped by a
 // signal on caught (nil: none), even one that arrives as the check
 // finishes.
-func checkHere(cfg config.Config, caught <-chan os.Signal) (*admit.Verdict, error) {
+func checkHere(cfg config.Config, p process, caught <-chan os.Signal) (*admit.Verdict, error) {
 	ctx, stop := admissionContext(cfg.Timeout, caught)
-	v, err := admit.Check(ctx, request(cfg))
+	v, err := admit.Check(ctx, request(cfg, p))
 	if sig := stop(); sig != nil {
 		return nil, sig
 	}
@@ -252,11 +252,20 @@ func timedOut(name string, cfg config.Config, late *admit.TimeoutError) string {
 	return fmt.Sprintf("StreamFusion admission of %s did not finish within %s (STREAMFUSION_ADMISSION_TIMEOUT); still reading: %s", name, cfg.Timeout, strings.Join(late.Reading, ", "))
 }
 
+// process is the Flink process about to start: its role and its
+// arguments, whose dynamic properties (-D) are part of its configuration.
+type process struct {
+	role roles.Role
+	args []string
+}
+
 // request is what the entrypoint checks: this host, from "/" (rootfs.Host:
 // os.DirFS("/") without its per-file poller calls, each directory looked up
-// once).
-func request(cfg config.Config) admit.Request {
-	return admit.Request{Root: rootfs.Host(), Settings: settings(cfg), Progress: &host.Progress{}}
+// once), for the process about to start.
+func request(cfg config.Config, p process) admit.Request {
+	s := settings(cfg)
+	s.Role, s.Args = string(p.role), p.args
+	return admit.Request{Root: rootfs.Host(), Settings: s, Progress: &host.Progress{}}
 }
 
 func settings(cfg config.Config) host.Settings {

@@ -67,8 +67,8 @@ func check(env []string, asJSON bool, stdout, stderr io.Writer) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	cfg.Linkage = true            // the full report: shadowing and linkage too, whatever STREAMFUSION_LINKAGE says
-	v, err := checkHere(cfg, nil) // no signals caught: an interactive command
+	cfg.Linkage = true                       // the full report: shadowing and linkage too, whatever STREAMFUSION_LINKAGE says
+	v, err := checkHere(cfg, process{}, nil) // no signals caught: an interactive command
 	var late *admit.TimeoutError
 	if errors.As(err, &late) {
 		fmt.Fprintln(stderr, "streamfusion: ERROR", timedOut("check", cfg, late))

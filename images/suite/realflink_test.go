@@ -31,6 +31,7 @@ import (
 	tclog "github.com/testcontainers/testcontainers-go/log"
 	"github.com/testcontainers/testcontainers-go/wait"
 
+	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
@@ -127,12 +128,17 @@ func realTag(h line, what string) string {
 }
 
 // flinkContainer creates (without starting) a container of image with cmd.
-func flinkContainer(t testing.TB, img string, cmd []string, waitFor wait.Strategy, hc func(*container.HostConfig)) testcontainers.Container {
+func flinkContainer(t testing.TB, img string, cmd []string, waitFor wait.Strategy, hc func(*container.HostConfig), env ...string) testcontainers.Container {
 	t.Helper()
+	vars := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		vars[k] = v
+	}
 	c, err := testcontainers.GenericContainer(context.Background(), testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image: img, Cmd: cmd, ExposedPorts: []string{"8081/tcp"},
-			WaitingFor: waitFor, HostConfigModifier: hc,
+			WaitingFor: waitFor, HostConfigModifier: hc, Env: vars,
 		},
 		Logger: logger(t),
 	})
@@ -384,13 +390,35 @@ func testRealLine(t *testing.T, h line) {
 			assert.GreaterOrEqual(t, o.TaskManagers, 1)
 			tmLogs := logsOf(t, tm)
 			assert.Contains(t, tmLogs, "streamfusion: INFO admitted")
+			// Without the Arrow options the TaskManager is warned, and
+			// still starts.
+			assert.Contains(t, tmLogs, "[config-taskmanager-flags]")
+			assert.NotContains(t, tmLogs, "[config-env]", "the baked image sets GLIBC_TUNABLES and ROCKSDB_MUSL_LIBC")
 			comm, _, _ := pid1(t, tm)
 			assert.Equal(t, "java", comm)
 			require.NoError(t, tm.Terminate(ctx))
 		})
 
+		t.Run("taskmanager with the Arrow options", func(t *testing.T) {
+			tm := flinkContainer(t, realTag(h, "baked"), []string{"taskmanager"},
+				wait.ForLog("Successful registration at resource manager").WithStartupTimeout(4*time.Minute),
+				func(hc *container.HostConfig) {
+					hc.NetworkMode = container.NetworkMode("container:" + jm.GetContainerID())
+				}, "FLINK_ENV_JAVA_OPTS_TM="+admission.ArrowOptions())
+			if err := tm.Start(ctx); err != nil {
+				t.Fatalf("TaskManager did not register: %v\n%s", err, logsOf(t, tm))
+			}
+			tmLogs := logsOf(t, tm)
+			assert.Contains(t, tmLogs, "streamfusion: INFO admitted")
+			assert.NotContains(t, tmLogs, "[config-taskmanager-flags]")
+			_, cmdline, _ := pid1(t, tm)
+			assert.Contains(t, cmdline, "-Darrow.enable_unsafe_memory_access=true", "the JVM runs with what the rule asked for")
+			require.NoError(t, tm.Terminate(ctx))
+		})
+
 		with := stop(t, jm)
 		assert.Contains(t, with.logs, "streamfusion: INFO admitted")
+		assert.NotContains(t, with.logs, "[config-taskmanager-flags]", "a JobManager is not asked for the TaskManager's options")
 		if h.line == "1.18" {
 			assert.Contains(t, with.logs, "[line-experimental]")
 		}

@@ -31,6 +31,9 @@ type Facts struct {
 	// nil when they were not asked for (the start path, unless
 	// STREAMFUSION_LINKAGE=true).
 	Deep *Deep
+	// Config is the configuration the process about to start runs with;
+	// its zero value (no Dir) turns the config rules off.
+	Config Config
 }
 
 // Unlisted is a directory that cannot be listed: JARs in it may be
@@ -140,6 +143,8 @@ type view struct {
 	release    *Release     // nil when unknown
 	java       *JavaVersion
 
+	payloads bool // StreamFusion content on the classpath
+
 	loader   *Identity // the one valid loader, if exactly one
 	embedded *Identity // its embedded core, if readable
 	core     *Identity // the one runtime core, if exactly one
@@ -187,6 +192,7 @@ func newView(f *Facts) *view {
 			}
 		}
 	}
+	v.payloads = len(v.ids) > 0
 	if all := append(append([]*payload.JAR(nil), v.planner...), v.scala...); len(all) == 1 && all[0].Err == nil {
 		v.thePlanner = all[0]
 		v.flink = manifestValue(v.thePlanner, "Implementation-Version")

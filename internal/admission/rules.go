@@ -66,6 +66,7 @@ var Rules = []Rule{
 	{"stock-release", Error, "An in-tree Flink module (flink-json, flink-avro, ...) is of another Flink release than the host's: an error for another minor, a warning for another patch.", stockRelease},
 	{"stock-duplicate", Error, "The same stock connector, module or integration is in lib more than once, whatever the versions.", stockDuplicate},
 	{"layout-unreadable-jar", Error, "A *.jar is not a regular file or not a readable ZIP archive, or a directory below lib cannot be listed.", layoutUnreadable},
+	{"config-file-line", Error, "Flink fails at start on its config: the conf directory holds only the other line's file (flink-conf.yaml for a 2.x release, config.yaml for 1.18), or Flink cannot load the file (YAML syntax, a duplicate key, a key without a value).", configFileLine},
 	{"line-experimental", Warning, "The host runs the experimental Flink 1.18 line.", lineExperimental},
 	{"requires-missing", Warning, "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", requiresMissing},
 	{"stock-requires-missing", Warning, "No JAR of the host's Flink line in lib satisfies a prefix of StreamFusion-Stock-Requires.", stockMissing},
@@ -74,6 +75,10 @@ var Rules = []Rule{
 	{"linkage-method", Error, "A class reachable from a JAR's entry points calls a method the host's classes do not have (JVMS 5.4.3.3-4). Severity as linkage-class.", linkageMethod},
 	{"linkage-field", Error, "A class reachable from a JAR's entry points uses a field the host's classes do not have (JVMS 5.4.3.2). Severity as linkage-class.", linkageField},
 	{"bytecode-version", Error, "A class reachable from a JAR's entry points is compiled for a newer Java than the host JDK's. Severity as linkage-class.", bytecodeVersion},
+	{"config-key-conflict", Warning, "A key and its deprecated key are both set, to different values: Flink uses the key and ignores the deprecated one.", configKeyConflict},
+	{"config-unknown-key", Warning, "A key the host's Flink does not read: a near name of a key it knows, or a key an other release had.", configUnknownKey},
+	{"config-taskmanager-flags", Warning, "A TaskManager's JVM options lack the Arrow options StreamFusion needs (-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false).", configTaskManagerFlags},
+	{"config-env", Warning, "A payload carries native libraries and GLIBC_TUNABLES (glibc.rtld.optional_static_tls=131072) or ROCKSDB_MUSL_LIBC=false is not set.", configEnv},
 	{"plugins-payload", Warning, "A StreamFusion payload sits in plugins/, where it loads in isolation and never accelerates.", pluginsPayload},
 }
 

@@ -18,13 +18,17 @@ type flinkDeployment struct {
 }
 
 type flinkDeploymentSpec struct {
-	Image        string                  `json:"image"`
-	FlinkVersion string                  `json:"flinkVersion"`
-	Mode         string                  `json:"mode"` // native (default) or standalone
-	PodTemplate  *corev1.PodTemplateSpec `json:"podTemplate"`
-	JobManager   *componentSpec          `json:"jobManager"`
-	TaskManager  *componentSpec          `json:"taskManager"`
-	Job          *struct {
+	Image        string `json:"image"`
+	FlinkVersion string `json:"flinkVersion"`
+	Mode         string `json:"mode"` // native (default) or standalone
+	// FlinkConfiguration is written by the operator into the config file
+	// of the pods it starts: flat keys with string values, or (newer
+	// operators) nested objects.
+	FlinkConfiguration map[string]any          `json:"flinkConfiguration"`
+	PodTemplate        *corev1.PodTemplateSpec `json:"podTemplate"`
+	JobManager         *componentSpec          `json:"jobManager"`
+	TaskManager        *componentSpec          `json:"taskManager"`
+	Job                *struct {
 		JarURI string `json:"jarURI"`
 	} `json:"job"`
 }

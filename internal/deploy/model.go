@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/roles"
 )
 
@@ -41,6 +42,9 @@ type Resource struct {
 	Cluster string `json:"cluster"`
 	// FlinkVersion is the operator's spec.flinkVersion (v2_2, v1_18).
 	FlinkVersion string `json:"flinkVersion,omitempty"`
+	// Config is a FlinkDeployment's spec.flinkConfiguration, flattened to
+	// Flink's keys in key order; nil when it has none.
+	Config []admission.Entry `json:"flinkConfiguration,omitempty"`
 	// Target is the FlinkDeployment a FlinkSessionJob runs on.
 	Target     string      `json:"deploymentName,omitempty"`
 	Containers []Container `json:"containers"`

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8syaml "sigs.k8s.io/yaml"
 
+	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/roles"
 )
 
@@ -252,6 +254,7 @@ func fromFlinkDeployment(fd *flinkDeployment) *Resource {
 	m := fd.Metadata
 	r := &Resource{Kind: "FlinkDeployment", Namespace: m.Namespace, Name: m.Name,
 		Cluster: key(m.Namespace, m.Name), FlinkVersion: fd.Spec.FlinkVersion}
+	r.Config = flinkConfiguration(fd.Spec.FlinkConfiguration, "spec.flinkConfiguration of "+r.ID())
 	jm, tm := roles.K8sJobManager, roles.K8sTaskManager
 	if fd.Spec.Mode == "standalone" {
 		jm, tm = roles.JobManager, roles.TaskManager
@@ -457,4 +460,39 @@ func appendNew(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
+}
+
+// flinkConfiguration flattens a FlinkDeployment's flinkConfiguration into
+// Flink's keys (nested objects joined with dots), in key order.
+func flinkConfiguration(conf map[string]any, source string) []admission.Entry {
+	if conf == nil {
+		return nil
+	}
+	var out []admission.Entry
+	var walk func(prefix string, v any, depth int)
+	walk = func(prefix string, v any, depth int) {
+		m, ok := v.(map[string]any)
+		if !ok || depth > 64 {
+			val := fmt.Sprint(v)
+			if s, ok := v.(string); ok {
+				val = s
+			}
+			out = append(out, admission.Entry{Key: prefix, Value: val, Source: source})
+			return
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if prefix != "" {
+				walk(prefix+"."+k, m[k], depth+1)
+			} else {
+				walk(k, m[k], depth+1)
+			}
+		}
+	}
+	walk("", conf, 0)
+	return out
 }

@@ -191,3 +191,57 @@ func laughs(n int) string {
 	}
 	return b.String()
 }
+
+// A FlinkDeployment's flinkConfiguration is judged with the config rules
+// against its images' release: the operator writes it into the pods' config.
+func TestFlinkConfigurationJudged(t *testing.T) {
+	t.Parallel()
+	doc := `apiVersion: flink.apache.org/v1beta1
+kind: FlinkDeployment
+metadata: {name: basic, namespace: flink}
+spec:
+  image: registry.example/flink-sf:2.2.1
+  flinkVersion: v2_2
+  flinkConfiguration:
+    taskmanager.numberOfTaskSlot: "2"
+    state.backend.type: rocksdb
+    state.backend: hashmap
+    metrics.reporter.prom.port: "9249"
+    env:
+      java:
+        opts:
+          taskmanager: -Darrow.enable_unsafe_memory_access=true
+`
+	fd, err := ParseObject([]byte(doc))
+	require.NoError(t, err)
+	rs := []*Resource{fd}
+	assert.Contains(t, fd.Config, admission.Entry{Key: "env.java.opts.taskmanager", Value: "-Darrow.enable_unsafe_memory_access=true",
+		Source: "spec.flinkConfiguration of FlinkDeployment flink/basic"})
+	good := ImageFacts{Flink: "2.2.1", Line: "2.2", StreamFusion: "0.1.0", Build: "3f9c0d1e", JDK: "17.0.15", JDKMajor: 17}
+	var members []Member
+	for _, c := range fd.Containers {
+		members = append(members, Member{fd, c, good})
+	}
+	fs := CheckSet(rs, members)
+	var rules []string
+	for _, f := range fs {
+		rules = append(rules, f.Rule)
+		assert.Equal(t, admission.Warning, f.Severity, f.Text())
+	}
+	assert.ElementsMatch(t, []string{"config-unknown-key", "config-key-conflict", "config-taskmanager-flags"}, rules, "each once, the flags for the TaskManager only")
+	text := ""
+	for _, f := range fs {
+		text += f.Text() + "\n"
+	}
+	assert.Contains(t, text, "rename taskmanager.numberOfTaskSlot to taskmanager.numberOfTaskSlots")
+	assert.Contains(t, text, "add them to env.java.opts.taskmanager (spec.flinkConfiguration")
+
+	// Without StreamFusion payloads in the image: no flags to ask for.
+	good.StreamFusion = ""
+	for i := range members {
+		members[i].Facts = good
+	}
+	for _, f := range CheckSet(rs, members) {
+		assert.NotEqual(t, "config-taskmanager-flags", f.Rule)
+	}
+}

@@ -124,6 +124,7 @@ func CheckSet(resources []*Resource, members []Member) []Finding {
 				Fix: fmt.Sprintf("set spec.flinkVersion to v%s, or use an image of Flink %s", strings.ReplaceAll(m.Facts.Line, ".", "_"), want)})
 		}
 	}
+	out = append(out, checkConfigs(members)...)
 	deployments := map[string]bool{}
 	for _, r := range resources {
 		if r.Kind == "FlinkDeployment" {
@@ -175,4 +176,33 @@ func operatorLine(v string) string {
 		return ""
 	}
 	return strings.ReplaceAll(s, "_", ".")
+}
+
+// checkConfigs judges each FlinkDeployment's flinkConfiguration with the
+// config rules (admission.JudgeConfig), against the release of each
+// container's image and for its role: the operator writes it into the
+// config file of the pods it starts. A finding shared by the JobManager and
+// the TaskManager is reported once.
+func checkConfigs(members []Member) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, m := range members {
+		if m.Resource.Config == nil || m.Facts.Flink == "" {
+			continue
+		}
+		c := admission.Config{Role: string(m.Container.Role), File: "spec.flinkConfiguration", Entries: m.Resource.Config}
+		if admission.IsTaskManager(c.Role) {
+			c.JVMOptions = admission.TaskManagerJVM(c.Entries, nil)
+		}
+		for _, f := range admission.JudgeConfig(m.Facts.Flink, m.Facts.StreamFusion != "", c) {
+			msg := fmt.Sprintf("%s: %s: found %s, required %s", m.Resource.ID(), f.Message, f.Found, f.Required)
+			if seen[f.Rule+msg] {
+				continue
+			}
+			seen[f.Rule+msg] = true
+			out = append(out, Finding{Rule: f.Rule, Severity: f.Severity, Cluster: m.Resource.Cluster, Message: msg,
+				Fix: strings.ReplaceAll(f.Fix, "config file or FLINK_PROPERTIES", "spec.flinkConfiguration")})
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,5 +76,60 @@ func BenchmarkInstallJournalLook(b *testing.B) {
 		if statOK(fsys, name) {
 			b.Fatal("a journal in the benchmark lib")
 		}
+	}
+}
+
+// shippedShape is a config of the shape the distributions ship: ~250
+// comment lines and a score of keys, nested for config.yaml and flat for
+// flink-conf.yaml (written for this benchmark).
+func shippedShape(nested bool) string {
+	var b strings.Builder
+	for i := range 250 {
+		fmt.Fprintf(&b, "# comment line %d, as Flink's shipped config carries many, some long enough to matter\n", i)
+	}
+	opts := "--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED " + strings.Repeat("--add-opens=java.base/java.util=ALL-UNNAMED ", 18)
+	keys := [][2]string{{"env.java.opts.all", opts}, {"jobmanager.bind-host", "localhost"}, {"jobmanager.rpc.address", "localhost"},
+		{"jobmanager.rpc.port", "6123"}, {"jobmanager.memory.process.size", "1600m"}, {"jobmanager.execution.failover-strategy", "region"},
+		{"taskmanager.bind-host", "localhost"}, {"taskmanager.host", "localhost"}, {"taskmanager.numberOfTaskSlots", "1"},
+		{"taskmanager.memory.process.size", "1728m"}, {"parallelism.default", "1"}, {"rest.address", "localhost"}, {"rest.bind-address", "localhost"}}
+	if !nested {
+		for _, k := range keys {
+			fmt.Fprintf(&b, "%s: %s\n", k[0], k[1])
+		}
+		return b.String()
+	}
+	for _, k := range keys { // one mapping per key: the shape, not the merge, is what costs
+		parts := strings.Split(k[0], ".")
+		for i, p := range parts[:len(parts)-1] {
+			fmt.Fprintf(&b, "%s%s_%s:\n", strings.Repeat("  ", i), p, strings.ReplaceAll(k[0], ".", "_"))
+		}
+		fmt.Fprintf(&b, "%s%s: %s\n", strings.Repeat("  ", len(parts)-1), parts[len(parts)-1], k[1])
+	}
+	return b.String()
+}
+
+// BenchmarkReadConfig is the config read of a start: a config file of the
+// shape each line ships, with FLINK_PROPERTIES and a TaskManager's
+// arguments.
+func BenchmarkReadConfig(b *testing.B) {
+	for _, c := range []struct {
+		name, file, version string
+		nested              bool
+	}{
+		{"2.2 config.yaml", "config.yaml", "2.2.1", true},
+		{"1.18 flink-conf.yaml", "flink-conf.yaml", "1.18.1", false},
+	} {
+		fsys := confTree(map[string]string{c.file: shippedShape(c.nested)})
+		s := Settings{ConfDir: "/opt/flink/conf", Launch: LaunchImage, Role: "taskmanager",
+			FlinkProperties: "taskmanager.numberOfTaskSlots: 2\nstate.backend.type: rocksdb",
+			Args:            []string{"-Dtaskmanager.memory.process.size=2g"}}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if cfg := ReadConfig(fsys, s, c.version); cfg.Err != nil || len(cfg.Entries) < 10 {
+					b.Fatal(cfg.Err, len(cfg.Entries))
+				}
+			}
+		})
 	}
 }

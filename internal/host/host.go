@@ -3,10 +3,15 @@
 // JAR on it read once, the job JARs in usrlib, the payloads in plugins, the
 // JDK as Flink's scripts choose it (env.java.home of the config file the
 // launch path leaves them, else JAVA_HOME, else PATH; javahome.go) and the
-// platform's libc loader. config.yaml is parsed with go.yaml.in/yaml/v3 (the
-// maintained continuation of gopkg.in/yaml.v3); the flat-key reading of
-// Flink's scripts is a regular expression of their own sed, since that is
-// what they run.
+// platform's libc loader, and the configuration the process about to start
+// runs with (ReadConfig, flinkconf.go: the config file of the release,
+// FLINK_PROPERTIES as the image merges it, argv's -D). config.yaml is parsed
+// with go.yaml.in/yaml/v3 (the maintained continuation of gopkg.in/yaml.v3);
+// flattening it into Flink's keys and rendering its scalars as Flink's
+// Configuration shows them are ours, as no library does what Flink does.
+// 1.18's flink-conf.yaml is not YAML: Flink reads it line by line, and so
+// does ReadConfig. The flat-key reading of Flink's scripts is a regular
+// expression of their own sed, since that is what they run.
 //
 // It reads; it does not judge. The same code reads a live container
 // (os.DirFS("/")), a test tree and a flattened image.
@@ -54,6 +59,12 @@ type Settings struct {
 	// shadowing and linkage rules read; the JARs stay open until
 	// Facts.Deep.Close.
 	Deep bool
+
+	// The process about to start, for the configuration it runs with
+	// (ReadConfig): its role (internal/roles' names; "" unknown) and its
+	// arguments, whose -D properties win over the config file.
+	Role string
+	Args []string
 
 	// ReadJAR reads one JAR of fsys; nil: payload.Open. The image tooling
 	// answers from facts it read from the layers, without the bytes.
@@ -144,7 +155,9 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	f.Classpath = jars[:len(names)]
 	f.Usrlib = jars[len(names) : len(names)+len(usrlib)]
 	f.Plugins = jars[len(names)+len(usrlib):]
-	f.JDK = jdkAsFlink(fsys, s, distVersion(f.Classpath))
+	release := distVersion(f.Classpath)
+	f.JDK = jdkAsFlink(fsys, s, release)
+	f.Config = ReadConfig(fsys, s, release)
 	if s.Deep {
 		f.Deep = gatherDeep(ctx, fsys, s, f)
 	}

@@ -127,9 +127,8 @@ func chooseJavaHome(fsys fs.FS, s Settings, file string) javaChoice {
 }
 
 // standardJavaHome is env.java.home as Flink's YAML parser reads config.yaml
-// (flat or nested keys), with FLINK_PROPERTIES lines ("key: value", split at
-// the first colon, the value trimmed and envsubst-ed, as the 2.x image
-// entrypoint passes them to BashJavaUtils) applied over it.
+// (flat or nested keys), with FLINK_PROPERTIES applied over it as the 2.x
+// image entrypoint passes it to BashJavaUtils (propertyEntries).
 func standardJavaHome(text, file, props string, getenv func(string) (string, bool)) (value, where string) {
 	// Without a "home" key anywhere there is no env.java.home to find: the
 	// parse, which would run on every start, is skipped (Flink's shipped
@@ -144,10 +143,11 @@ func standardJavaHome(text, file, props string, getenv func(string) (string, boo
 			}
 		}
 	}
-	for _, line := range strings.Split(props, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && k == keyJavaHome {
-			value, where = envsubst(strings.Join(strings.Fields(v), " "), getenv), "from FLINK_PROPERTIES"
+	// FLINK_PROPERTIES as the rewrite receives it (propertyEntries): a
+	// value written after "key: " is lost there, and the key set empty.
+	for _, e := range propertyEntries(Settings{Launch: LaunchImage, FlinkProperties: props, Getenv: getenv}) {
+		if e.Key == keyJavaHome {
+			value, where = e.Value, "from FLINK_PROPERTIES"
 		}
 	}
 	return value, where

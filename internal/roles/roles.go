@@ -89,3 +89,29 @@ func client(word string) Role {
 	}
 	return PassThrough
 }
+
+// Args returns the arguments the Flink process receives, after the command
+// that starts it: what follows the role word, or, for a shell's -c string,
+// its words after the script's name (split at white space; quotes are not
+// interpreted). Its dynamic properties (-D) are part of the process's
+// configuration. Nil for a pass-through command.
+func Args(args []string) []string {
+	r := Classify(args)
+	if !r.Admits() || r == Own {
+		return nil
+	}
+	if len(args) >= 3 && args[1] == "-c" {
+		switch path.Base(args[0]) {
+		case "bash", "sh":
+			words := strings.Fields(args[2])
+			for len(words) > 0 && (words[0] == "exec" || strings.Contains(words[0], "=") && !strings.Contains(words[0], "/")) {
+				words = words[1:]
+			}
+			if len(words) > 0 {
+				return words[1:]
+			}
+			return nil
+		}
+	}
+	return args[1:]
+}

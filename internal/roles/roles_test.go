@@ -2,6 +2,7 @@ package roles
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,4 +61,24 @@ func FuzzClassify(f *testing.F) {
 			t.Fatalf("only the reserved word selects the own commands: %q", a)
 		}
 	})
+}
+
+func TestArgs(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"taskmanager", "-Dtaskmanager.numberOfTaskSlots=2", "-D", "rest.port=9"}, []string{"-Dtaskmanager.numberOfTaskSlots=2", "-D", "rest.port=9"}},
+		{[]string{"jobmanager"}, []string{}},
+		{[]string{"bash", "-c", "kubernetes-taskmanager.sh -D taskmanager.memory.process.size=1g -Dx=y"}, []string{"-D", "taskmanager.memory.process.size=1g", "-Dx=y"}},
+		{[]string{"bash", "-c", "exec A=b kubernetes-jobmanager.sh kubernetes-session"}, []string{"kubernetes-session"}},
+		{[]string{"sh", "-c", "echo hi"}, nil},
+		{[]string{"streamfusion", "check"}, nil},
+	} {
+		got := Args(c.args)
+		if len(got) != len(c.want) || strings.Join(got, "\x00") != strings.Join(c.want, "\x00") {
+			t.Errorf("Args(%q) = %q, want %q", c.args, got, c.want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing/fstest"
 )
@@ -146,7 +147,11 @@ func (d Dist) Tree() map[string][]byte {
 	t[JavaHome+"/release"] = []byte(fmt.Sprintf("IMPLEMENTOR=\"Eclipse Adoptium\"\nJAVA_VERSION=\"%s\"\nJAVA_VERSION_DATE=\"2025-04-15\"\n", cmp.Or(d.JDK, "17.0.15")))
 	t[JavaHome+"/bin/java"] = []byte("#!/bin/sh\necho 'test double of java' >&2\nexit 1\n")
 	t[GlibcLD] = []byte("\x7fELF test double of the glibc loader\n")
-	t[FlinkHome+"/conf/config.yaml"] = []byte("jobmanager.rpc.address: localhost\n")
+	confName := "config.yaml" // 1.18 and earlier read only flink-conf.yaml
+	if minor, err := strconv.Atoi(strings.TrimPrefix(LineOf(d.Flink), "1.")); err == nil && strings.HasPrefix(d.Flink, "1.") && minor <= 18 {
+		confName = "flink-conf.yaml"
+	}
+	t[FlinkHome+"/conf/"+confName] = []byte("jobmanager.rpc.address: localhost\n")
 	for name, data := range d.Files {
 		t[name] = data
 	}

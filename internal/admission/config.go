@@ -1,0 +1,708 @@
+package admission
+
+import (
+	"cmp"
+	"embed"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Config is the configuration the process about to start runs with, as
+// Flink builds it on the launch path (internal/host reads it): the config
+// file of the host's release, FLINK_PROPERTIES as the image entrypoint
+// merges it, and the dynamic properties of argv, which win.
+type Config struct {
+	// Role is the process about to start (internal/roles' names:
+	// taskmanager, kubernetes-taskmanager, jobmanager, client...); "" when
+	// not known (host CLI checks of a whole image).
+	Role string
+	// Dir is the conf directory (FLINK_CONF_DIR); "" when the config was
+	// not consulted, and then no config rule runs.
+	Dir string
+	// File is the config file the host's release reads (absolute); Present
+	// says whether it exists. Other is the other line's file when it exists
+	// (flink-conf.yaml beside a 2.x release, config.yaml beside 1.18).
+	File    string
+	Present bool
+	Other   string
+	// Err is a config file Flink would refuse or that cannot be read
+	// (too large, a YAML bomb, too deep); Entries is then what came from
+	// elsewhere.
+	Err error
+	// Entries is every setting in the order Flink applies it: the later
+	// one of a key wins.
+	Entries []Entry
+	// JVMOptions is the TaskManager's JVM options as Flink's scripts merge
+	// them (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS, JVM_ARGS, env.java.opts.all
+	// or FLINK_ENV_JAVA_OPTS, env.java.opts.taskmanager or
+	// FLINK_ENV_JAVA_OPTS_TM), with where each part came from; set only for
+	// a TaskManager.
+	JVMOptions []Part
+	// Env is the few variables the config rules read (GLIBC_TUNABLES,
+	// ROCKSDB_MUSL_LIBC): set ones only.
+	Env map[string]string
+}
+
+// ErrConfigLimit marks a config file refused for its size, nesting or
+// aliases: it is not read, and the config rules judge what came from
+// elsewhere.
+var ErrConfigLimit = errors.New("config file beyond the reader's limits")
+
+// ErrConfigFlink marks a config file Flink itself cannot load (a YAML
+// syntax error, a duplicate key, a null value): the process fails at start.
+var ErrConfigFlink = errors.New("config file that Flink cannot load")
+
+// Entry is one key as set by one source.
+type Entry struct {
+	Key, Value string
+	Source     string // "/opt/flink/conf/config.yaml, line 3", "FLINK_PROPERTIES", "argv (-D)"
+}
+
+// Part is a piece of the JVM's command line and where it came from.
+type Part struct {
+	Options string
+	Source  string
+}
+
+// Effective returns the value Flink uses for key and its entry, last one
+// winning.
+func (c *Config) Effective(key string) (Entry, bool) {
+	for i := len(c.Entries) - 1; i >= 0; i-- {
+		if c.Entries[i].Key == key {
+			return c.Entries[i], true
+		}
+	}
+	return Entry{}, false
+}
+
+// effective is every key once, with its winning entry, in first-set order.
+func (c *Config) effective() []Entry {
+	last := map[string]int{}
+	var order []string
+	for i, e := range c.Entries {
+		if _, ok := last[e.Key]; !ok {
+			order = append(order, e.Key)
+		}
+		last[e.Key] = i
+	}
+	out := make([]Entry, 0, len(order))
+	for _, k := range order {
+		out = append(out, c.Entries[last[k]])
+	}
+	return out
+}
+
+// Option is one of a release's configuration options.
+type Option struct {
+	Key        string
+	Map        bool     // a Map option: Flink also reads KEY.SUBKEY entries
+	Deprecated []string // deprecated keys, read when Key is not set, in order
+	Fallback   []string // fallback keys, read when Key is not set
+}
+
+// Keys is one release's table of options, made from its flink-dist and lib
+// by scripts/config-tables (make config-tables): sorted lines
+// "KEY [m] [d:KEY]... [f:KEY]...". A key is looked up in the sorted text
+// (a start whose keys are all options' own parses nothing more); the index
+// of deprecated and fallback keys and of Map options is built on the first
+// key that is not an option's own.
+type Keys struct {
+	Release string
+	text    string
+	lines   []int // start offsets of the lines, in key order
+
+	once  sync.Once
+	alias map[string][]string // a deprecated or fallback key to the options reading it
+	maps  []string            // the Map options' keys with a dot, for KEY.SUBKEY
+}
+
+//go:embed flinkkeys/*.txt
+var keyTables embed.FS
+
+// lazyKeys is a release's table, parsed on first use: a start parses its
+// own release's table only, and the others only to name a removed key.
+type lazyKeys struct {
+	once sync.Once
+	keys *Keys
+}
+
+var tables = func() map[string]*lazyKeys {
+	m := map[string]*lazyKeys{}
+	names, _ := keyTables.ReadDir("flinkkeys")
+	for _, n := range names {
+		m[strings.TrimSuffix(n.Name(), ".txt")] = &lazyKeys{}
+	}
+	return m
+}()
+
+// Releases lists the releases that have a table, sorted.
+func Releases() []string {
+	var out []string
+	for r := range tables {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// KeysOf returns a release's table; nil when it has none.
+func KeysOf(release string) *Keys {
+	l := tables[release]
+	if l == nil {
+		return nil
+	}
+	l.once.Do(func() {
+		data, err := keyTables.ReadFile("flinkkeys/" + release + ".txt")
+		if err != nil {
+			panic(err) // embedded: cannot happen
+		}
+		l.keys = ParseKeys(release, string(data))
+	})
+	return l.keys
+}
+
+// ParseKeys takes a table's text (sorted by key, as scripts/config-tables
+// writes it).
+func ParseKeys(release, text string) *Keys {
+	k := &Keys{Release: release, text: text}
+	for i := 0; i < len(text); {
+		k.lines = append(k.lines, i)
+		j := strings.IndexByte(text[i:], '\n')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return k
+}
+
+func (k *Keys) line(i int) string {
+	end := len(k.text)
+	if i+1 < len(k.lines) {
+		end = k.lines[i+1]
+	}
+	return strings.TrimRight(k.text[k.lines[i]:end], "\n")
+}
+
+func parseOption(line string) *Option {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return nil
+	}
+	o := &Option{Key: fields[0]}
+	for _, f := range fields[1:] {
+		switch {
+		case f == "m":
+			o.Map = true
+		case strings.HasPrefix(f, "d:"):
+			o.Deprecated = append(o.Deprecated, f[2:])
+		case strings.HasPrefix(f, "f:"):
+			o.Fallback = append(o.Fallback, f[2:])
+		}
+	}
+	return o
+}
+
+// Option returns the option whose own key is key; nil when none is.
+func (k *Keys) Option(key string) *Option {
+	i, found := slices.BinarySearchFunc(k.lines, key, func(start int, key string) int {
+		end := start
+		for end < len(k.text) && k.text[end] != ' ' && k.text[end] != '\n' {
+			end++
+		}
+		return strings.Compare(k.text[start:end], key)
+	})
+	if !found {
+		return nil
+	}
+	return parseOption(k.line(i))
+}
+
+// Each calls f with every option, in key order.
+func (k *Keys) Each(f func(*Option)) {
+	for i := range k.lines {
+		if o := parseOption(k.line(i)); o != nil {
+			f(o)
+		}
+	}
+}
+
+func (k *Keys) index() {
+	k.once.Do(func() {
+		k.alias = map[string][]string{}
+		k.Each(func(o *Option) {
+			for _, a := range slices.Concat(o.Deprecated, o.Fallback) {
+				k.alias[a] = append(k.alias[a], o.Key)
+			}
+			if o.Map {
+				k.maps = append(k.maps, o.Key+".")
+			}
+		})
+	})
+}
+
+// Known reports whether Flink reads key: an option's key, a deprecated or
+// fallback key, or an entry of a Map option (KEY.SUBKEY).
+func (k *Keys) Known(key string) bool {
+	if k.Option(key) != nil {
+		return true
+	}
+	k.index()
+	if len(k.alias[key]) > 0 {
+		return true
+	}
+	for _, m := range k.maps {
+		if strings.HasPrefix(key, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// TableFor returns the table of a Flink release: its own, else the newest
+// of its line (major.minor); nil when there is none.
+func TableFor(release string) *Keys {
+	if tables[release] != nil {
+		return KeysOf(release)
+	}
+	line := lineOf(release)
+	if line == "" {
+		return nil
+	}
+	best := ""
+	for _, r := range Releases() {
+		if lineOf(r) == line && (best == "" || Lookup(r) != nil && (Lookup(best) == nil || releaseLess(best, r))) {
+			best = r
+		}
+	}
+	if best == "" {
+		return nil
+	}
+	return KeysOf(best)
+}
+
+// releaseLess orders plain major.minor.patch releases numerically.
+func releaseLess(a, b string) bool {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		x, _ := strconv.Atoi(pa[i])
+		y, _ := strconv.Atoi(pb[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(pa) < len(pb)
+}
+
+func lineOf(release string) string {
+	parts := strings.SplitN(release, ".", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[0] + "." + parts[1]
+}
+
+// openPrefixes are the keys Flink leaves open: their names are chosen by
+// the user (a reporter's, a file system's, a plugin's, the Kubernetes
+// operator's own settings), so no table can know them.
+var openPrefixes = []string{
+	"metrics.reporter.",                           // metrics.reporter.<name>.*
+	"metrics.scope.",                              // custom scope formats
+	"fs.", "s3.", "s3a.", "gs.", "oss.", "azure.", // file system plugins forward these
+	"flink.hadoop.", "flink.yarn.", "hadoop.", // forwarded to Hadoop and YARN
+	"plugin.",                                 // plugin settings
+	"kubernetes.operator.", "job.autoscaler.", // the Flink Kubernetes Operator's own
+	"containerized.master.env.", "containerized.taskmanager.env.", // environment maps
+	"kubernetes.jobmanager.env.", "kubernetes.taskmanager.env.",
+	"pipeline.global-job-parameters.",
+	"sql-gateway.", "python.", // read by modules in opt/, not on the classpath the tables are made of
+	"$internal.",
+}
+
+// imageKeys are keys the official images write themselves (their
+// docker-entrypoint.sh): never a finding, whatever the release.
+var imageKeys = []string{"query.server.port"}
+
+func open(key string) bool {
+	if slices.Contains(imageKeys, key) {
+		return true
+	}
+	for _, p := range openPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// TaskManagerJVM is the TaskManager's JVM options as bin/config.sh and
+// taskmanager.sh merge them: FLINK_ENV_JAVA_OPTS when set, else
+// env.java.default-opts.all and env.java.opts.all (else the deprecated
+// env.java.opts) of the config file; FLINK_ENV_JAVA_OPTS_TM when set, else
+// env.java.default-opts.taskmanager and env.java.opts.taskmanager; the
+// JVM's own JAVA_TOOL_OPTIONS and JDK_JAVA_OPTIONS and the scripts'
+// JVM_ARGS before them. The scripts read the file, not argv's -D: entries
+// are the file's (and what the image merged into it).
+func TaskManagerJVM(entries []Entry, getenv func(string) (string, bool)) []Part {
+	value := func(key string) (Part, bool) {
+		for i := len(entries) - 1; i >= 0; i-- {
+			if entries[i].Key == key && strings.TrimSpace(entries[i].Value) != "" {
+				return Part{Options: entries[i].Value, Source: key + " in " + entries[i].Source}, true
+			}
+		}
+		return Part{}, false
+	}
+	env := func(k string) (Part, bool) {
+		if getenv == nil {
+			return Part{}, false
+		}
+		v, ok := getenv(k)
+		return Part{Options: v, Source: k}, ok && v != ""
+	}
+	var parts []Part
+	for _, k := range []string{"JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "JVM_ARGS"} {
+		if p, ok := env(k); ok {
+			parts = append(parts, p)
+		}
+	}
+	if p, ok := env("FLINK_ENV_JAVA_OPTS"); ok {
+		parts = append(parts, p)
+	} else {
+		if p, ok := value("env.java.default-opts.all"); ok {
+			parts = append(parts, p)
+		}
+		if p, ok := value("env.java.opts.all"); ok {
+			parts = append(parts, p)
+		} else if p, ok := value("env.java.opts"); ok {
+			parts = append(parts, p)
+		}
+	}
+	if p, ok := env("FLINK_ENV_JAVA_OPTS_TM"); ok {
+		parts = append(parts, p)
+	} else {
+		for _, k := range []string{"env.java.default-opts.taskmanager", "env.java.opts.taskmanager"} {
+			if p, ok := value(k); ok {
+				parts = append(parts, p)
+			}
+		}
+	}
+	for i := range parts { // the scripts strip one pair of surrounding quotes
+		parts[i].Options = strings.TrimSuffix(strings.TrimPrefix(parts[i].Options, `"`), `"`)
+	}
+	return parts
+}
+
+// The config rules.
+
+// confRelease is the release whose config rules apply, with its table.
+func (v *view) confRelease() (string, *Keys) {
+	if v.Config.Dir == "" {
+		return "", nil
+	}
+	rel := v.flink
+	if d := v.theDist(); d != nil && distVersion(d) != "" {
+		rel = distVersion(d)
+	}
+	if rel == "" {
+		return "", nil
+	}
+	return rel, TableFor(rel)
+}
+
+func configFileLine(v *view) []Finding {
+	rel, _ := v.confRelease()
+	c := v.Config
+	if c.Dir != "" && errors.Is(c.Err, ErrConfigFlink) {
+		return one(Finding{Path: c.File, Message: "Flink cannot load its config file and fails at start",
+			Found: c.Err.Error(), Required: "a config file Flink " + cmp.Or(rel, "(unknown release)") + " loads",
+			Fix: "correct the file (a YAML syntax error, a key set twice in one mapping, or a key without a value)"})
+	}
+	if rel == "" || c.Present || c.Other == "" {
+		return nil
+	}
+	want, other := path.Base(c.File), path.Base(c.Other)
+	fix := "write the configuration as config.yaml (standard YAML; Flink's bin/migrate-config-file.sh converts a flink-conf.yaml), or, with the Flink Kubernetes Operator, set spec.flinkVersion to the image's release"
+	if want == "flink-conf.yaml" {
+		fix = "write the configuration as flink-conf.yaml (one `key: value` a line); Flink " + rel + " does not read config.yaml"
+	}
+	return one(Finding{Path: c.Dir, Message: fmt.Sprintf("Flink %s reads only %s and fails at start without it", rel, want),
+		Found: other + " without " + want, Required: want, Fix: fix})
+}
+
+// configKeyConflict reports a key set beside one of its deprecated keys to
+// another value. A non-deprecated fallback key is another live option the
+// key only defaults to (rest.address falls back to jobmanager.rpc.address):
+// setting both apart is deliberate (the official images do), so it is not
+// reported.
+func configKeyConflict(v *view) []Finding {
+	_, keys := v.confRelease()
+	if keys == nil {
+		return nil
+	}
+	var out []Finding
+	for _, e := range v.Config.effective() {
+		o := keys.Option(e.Key)
+		if o == nil {
+			continue
+		}
+		for _, old := range o.Deprecated {
+			oe, ok := v.Config.Effective(old)
+			if !ok || oe.Value == e.Value {
+				continue
+			}
+			out = append(out, Finding{Path: v.Config.File,
+				Message:  fmt.Sprintf("%s and its deprecated key %s are both set, to different values; Flink uses %s", e.Key, old, e.Key),
+				Found:    fmt.Sprintf("%s: %s (%s), %s: %s (%s)", e.Key, e.Value, e.Source, old, oe.Value, oe.Source),
+				Required: "one of the two keys, or both set to the same value",
+				Fix:      fmt.Sprintf("remove %s (%s) and keep %s at the value you mean", old, oe.Source, e.Key)})
+		}
+	}
+	return out
+}
+
+func configUnknownKey(v *view) []Finding {
+	rel, keys := v.confRelease()
+	if keys == nil {
+		return nil
+	}
+	var out []Finding
+	for _, e := range v.Config.effective() {
+		if open(e.Key) || keys.Known(e.Key) {
+			continue
+		}
+		if f, ok := removedKey(rel, keys, e); ok {
+			out = append(out, f)
+			continue
+		}
+		if near := keys.nearest(e.Key); near != "" {
+			out = append(out, Finding{Path: v.Config.File, Message: fmt.Sprintf("Flink %s does not know %s and ignores it", rel, e.Key),
+				Found: fmt.Sprintf("%s: %s (%s)", e.Key, e.Value, e.Source), Required: "a key Flink " + rel + " reads: " + near + ", a near name",
+				Fix: "rename " + e.Key + " to " + near})
+		}
+	}
+	return out
+}
+
+// removedKey reports a key another release's table knows and the host's does not.
+func removedKey(rel string, keys *Keys, e Entry) (Finding, bool) {
+	for _, r := range Releases() {
+		if r == keys.Release {
+			continue
+		}
+		t := KeysOf(r)
+		if !t.Known(e.Key) {
+			continue
+		}
+		// What replaced it: the option that read it there, if the host has it.
+		repl := ""
+		if t.Option(e.Key) == nil {
+			t.index()
+			for _, a := range t.alias[e.Key] {
+				if keys.Option(a) != nil {
+					repl = a
+					break
+				}
+			}
+		}
+		req, fix := "no such key: Flink "+rel+" has no replacement for it", "remove "+e.Key
+		if repl != "" {
+			req, fix = repl+", which replaces it in Flink "+rel, "set "+repl+" instead of "+e.Key
+		}
+		return Finding{Path: configPath(e), Message: fmt.Sprintf("%s is a key of Flink %s that Flink %s no longer reads", e.Key, r, rel),
+			Found: fmt.Sprintf("%s: %s (%s)", e.Key, e.Value, e.Source), Required: req, Fix: fix}, true
+	}
+	return Finding{}, false
+}
+
+func configPath(e Entry) string {
+	if p, _, ok := strings.Cut(e.Source, ", line "); ok && strings.HasPrefix(p, "/") {
+		return p
+	}
+	return ""
+}
+
+// nearest returns the option key a typo was most likely meant as: within
+// an edit distance of 2 (1 for short keys), "" when none is.
+func (k *Keys) nearest(key string) string {
+	limit := 2
+	if len(key) < 12 {
+		limit = 1
+	}
+	best, bestD := "", limit+1
+	for i := range k.lines {
+		cand, _, _ := strings.Cut(k.line(i), " ")
+		if d := len(cand) - len(key); d > limit || -d > limit {
+			continue
+		}
+		if d := editDistance(key, cand, limit); d < bestD || d == bestD && cand < best {
+			best, bestD = cand, d
+		}
+	}
+	if bestD > limit {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance (a swap of two
+// neighbours counts once), or limit+1 once it exceeds limit.
+func editDistance(a, b string, limit int) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > limit {
+			return limit + 1
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return min(prev[len(b)], limit+1)
+}
+
+// ArrowFlags are the JVM options StreamFusion's Arrow transposes need on a
+// TaskManager, with the value each must have.
+var ArrowFlags = [][2]string{{"arrow.enable_unsafe_memory_access", "true"}, {"arrow.enable_null_check_for_get", "false"}}
+
+// ArrowOptions is ArrowFlags as JVM options.
+func ArrowOptions() string {
+	var s []string
+	for _, f := range ArrowFlags {
+		s = append(s, "-D"+f[0]+"="+f[1])
+	}
+	return strings.Join(s, " ")
+}
+
+// IsTaskManager reports whether a role (internal/roles' names) starts a
+// TaskManager.
+func IsTaskManager(role string) bool {
+	return role == "taskmanager" || role == "kubernetes-taskmanager"
+}
+
+func configTaskManagerFlags(v *view) []Finding {
+	c := v.Config
+	if c.Dir == "" || !IsTaskManager(c.Role) || !v.payloads {
+		return nil
+	}
+	values := map[string]string{} // the last -Dname=value wins, as in the JVM
+	for _, p := range c.JVMOptions {
+		for _, w := range strings.Fields(p.Options) {
+			if name, val, ok := strings.Cut(strings.TrimPrefix(w, "-D"), "="); ok && strings.HasPrefix(w, "-D") {
+				values[name] = val
+			}
+		}
+	}
+	var missing []string
+	for _, f := range ArrowFlags {
+		if values[f[0]] != f[1] {
+			missing = append(missing, "-D"+f[0]+"="+f[1])
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var found []string
+	for _, p := range c.JVMOptions {
+		if strings.TrimSpace(p.Options) != "" {
+			found = append(found, strings.TrimSpace(p.Options)+" ("+p.Source+")")
+		}
+	}
+	foundText := "JVM options without " + strings.Join(missing, " ")
+	if len(found) > 0 {
+		foundText += ": " + strings.Join(found, "; ")
+	}
+	return one(Finding{Path: c.File, Message: "the TaskManager's JVM lacks the Arrow options StreamFusion's transposes need (about a third of their CPU otherwise)",
+		Found: foundText, Required: ArrowOptions() + " in the TaskManager's JVM options",
+		Fix: "add them to env.java.opts.taskmanager (config file or FLINK_PROPERTIES: `env.java.opts.taskmanager: " + ArrowOptions() + "`, appended to what it holds)"})
+}
+
+// NativeEnv are the variables a payload with native libraries needs, with
+// their values.
+var NativeEnv = [][2]string{{"GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=131072"}, {"ROCKSDB_MUSL_LIBC", "false"}}
+
+func configEnv(v *view) []Finding {
+	c := v.Config
+	natives := v.natives()
+	if c.Dir == "" || len(natives) == 0 {
+		return nil
+	}
+	var out []Finding
+	for _, kv := range NativeEnv {
+		got, set := c.Env[kv[0]]
+		ok := got == kv[1]
+		if kv[0] == "GLIBC_TUNABLES" {
+			ok = staticTLS(got)
+		}
+		if ok {
+			continue
+		}
+		found := kv[0] + " is not set"
+		if set {
+			found = kv[0] + "=" + got
+		}
+		out = append(out, Finding{Path: natives[0].Path, Message: name(natives[0]) + " carries native libraries, and the environment lacks a setting they need",
+			Found: found, Required: kv[0] + "=" + kv[1], Fix: "set " + kv[0] + "=" + kv[1] + " in the image (Dockerfile ENV) or the pod's env"})
+	}
+	return out
+}
+
+// staticTLS reports whether GLIBC_TUNABLES, a colon-separated list of
+// tunables, reserves at least the static TLS the native libraries need;
+// the last setting of a tunable wins.
+func staticTLS(tunables string) bool {
+	size := -1
+	for _, t := range strings.Split(tunables, ":") {
+		if v, ok := strings.CutPrefix(t, "glibc.rtld.optional_static_tls="); ok {
+			n, err := strconv.ParseUint(v, 0, 32)
+			size = -1
+			if err == nil {
+				size = int(n)
+			}
+		}
+	}
+	return size >= 131072
+}
+
+// JudgeConfig runs the rules on a configuration that is not a host's own:
+// a FlinkDeployment's spec.flinkConfiguration, which the Flink Kubernetes
+// Operator writes into the config file of the pods it starts. release is
+// the image's Flink release, payloads whether the image holds StreamFusion
+// payloads. The file rules (config-file-line) and the environment's
+// (config-env) belong to the image's own verdict and are not run.
+func JudgeConfig(release string, payloads bool, c Config) []Finding {
+	if c.Dir == "" {
+		c.Dir = "(" + c.File + ")"
+	}
+	v := &view{Facts: &Facts{Config: c}, flink: release, payloads: payloads}
+	var out []Finding
+	for _, r := range Rules {
+		switch r.ID {
+		case "config-key-conflict", "config-unknown-key", "config-taskmanager-flags":
+			for _, f := range r.check(v) {
+				f.Rule, f.Severity = r.ID, r.Severity
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
