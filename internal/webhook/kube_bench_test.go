@@ -141,4 +141,3 @@ func reportLatency(b *testing.B, name string, exempt, reviewed []time.Duration) 
 	b.ReportMetric(ms(r50-e50), unit+"-added-p50-ms")
 	b.ReportMetric(ms(r99-e99), unit+"-added-p99-ms")
 }
-
