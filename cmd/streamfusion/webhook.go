@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
@@ -25,6 +28,8 @@ type webhookOptions struct {
 	Platform      string
 	CacheSize     int
 	JSONLog       bool
+	Kubeconfig    string
+	Clusters      string
 }
 
 func newWebhook(env []string) *cobra.Command {
@@ -47,7 +52,15 @@ with a warning.
 
 Registry credentials: the Docker config (DOCKER_CONFIG) and pull secrets
 mounted below --pull-secrets (DIR/NAME/.dockerconfigjson), the pod's
-imagePullSecrets first.`,
+imagePullSecrets first.
+
+FlinkSessionJobs are judged by the FlinkDeployment they run on, read through
+the Kubernetes API (an informer's cache; get, list and watch on
+flinkdeployments): with --clusters=api (the default) the server uses the
+pod's ServiceAccount, or --kubeconfig; a session job on a refused cluster,
+or on one that does not exist, is denied. --clusters=none admits session
+jobs with a warning. GET /readyz fails while the serving certificate cannot
+be read or the FlinkDeployments are not listed yet.`,
 		Args: none,
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c) },
 	}
@@ -61,6 +74,8 @@ imagePullSecrets first.`,
 	f.StringVar(&o.Platform, "platform", "linux/amd64", "platform of a multi-platform image when the pod's node selector pins none")
 	f.IntVar(&o.CacheSize, "cache-size", 4096, "verdicts kept in memory")
 	f.BoolVar(&o.JSONLog, "log-json", false, "log JSON lines")
+	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig for the API (default: the pod's ServiceAccount)")
+	f.StringVar(&o.Clusters, "clusters", "api", "how a FlinkSessionJob's FlinkDeployment is found: api (read through the Kubernetes API) or none")
 	return c
 }
 
@@ -87,6 +102,20 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 	log := report.Logger(c.ErrOrStderr(), o.JSONLog, "info")
 	cfg := webhook.Config{Cache: verdict.New(opts), Secrets: verdict.Secrets{Dir: o.PullSecrets},
 		Timeout: o.Timeout, FailurePolicy: o.FailurePolicy, Log: log}
+	if err := cfg.Validate(); err != nil {
+		return usagef("%v", err)
+	}
+	switch o.Clusters {
+	case "api":
+		clusters, err := o.apiClusters(c)
+		if err != nil {
+			return err
+		}
+		cfg.Clusters = clusters
+	case "none":
+	default:
+		return usagef("--clusters %q: want api or none", o.Clusters)
+	}
 	srv, err := webhook.NewServer(cfg, certs)
 	if err != nil {
 		return usagef("%v", err)
@@ -95,9 +124,31 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
-	log.Info().Str("listen", ln.Addr().String()).Dur("timeout", o.Timeout).Str("failurePolicy", o.FailurePolicy).Msg("webhook serving /validate and /healthz")
+	log.Info().Str("listen", ln.Addr().String()).Dur("timeout", o.Timeout).Str("failurePolicy", o.FailurePolicy).Msg("webhook serving /validate, /healthz and /readyz")
 	if err := webhook.Serve(c.Context(), srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// apiClusters starts the FlinkDeployments' informer with the kubeconfig or
+// the pod's ServiceAccount. The server starts serving at once; /readyz
+// says when the first list is in.
+func (o *webhookOptions) apiClusters(c *cobra.Command) (*webhook.APIClusters, error) {
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	} else {
+		cfg, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, usagef("--clusters=api: no Kubernetes API access (%v); give --kubeconfig, run in a pod with its ServiceAccount token mounted, or --clusters=none", err)
+	}
+	cfg.UserAgent = "streamfusion-webhook"
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	return webhook.NewAPIClusters(c.Context(), client)
 }

@@ -60,6 +60,8 @@ func TestWebhookCommand(t *testing.T) {
 		{"unknown failure policy", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--failure-policy", "Maybe"}, `failure policy "Maybe"`},
 		{"unreadable key", []string{"webhook", "--tls-cert", certFile, "--tls-key", certFile}, "TLS certificate"},
 		{"arguments", []string{"webhook", "extra"}, "takes no arguments"},
+		{"unknown clusters source", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters", "etcd"}, `--clusters "etcd"`},
+		{"no API access", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--kubeconfig", filepath.Join(t.TempDir(), "none")}, "no Kubernetes API access"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := cli(t, nil, tc.args...)
@@ -76,7 +78,7 @@ func TestWebhookCommand(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"webhook", "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--timeout", "3s"}, nil, io.Discard, &stderr)
+		done <- run(ctx, []string{"webhook", "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--timeout", "3s", "--clusters=none"}, nil, io.Discard, &stderr)
 	}()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	var body string
@@ -91,6 +93,26 @@ func TestWebhookCommand(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	assert.Equal(t, "ok\n", body)
+	get := func(path string) (int, string) {
+		resp, err := client.Get("https://" + addr + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, text := get("/readyz")
+	assert.Equal(t, http.StatusOK, code, text)
+	// The serving pair becomes unreadable (its Secret deleted): the last
+	// good pair still serves, and the pod says it is not ready.
+	keyData, err := os.ReadFile(keyFile)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(keyFile))
+	code, text = get("/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, text, "not ready: serving certificate")
+	require.NoError(t, os.WriteFile(keyFile, keyData, 0o600))
+	code, text = get("/readyz")
+	assert.Equal(t, http.StatusOK, code, text)
 	resp, err := client.Post("https://"+addr+"/validate", "application/json", strings.NewReader("{}"))
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -102,5 +124,5 @@ func TestWebhookCommand(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the webhook did not stop when its context ended")
 	}
-	assert.Contains(t, stderr.String(), "webhook serving /validate and /healthz")
+	assert.Contains(t, stderr.String(), "webhook serving /validate, /healthz and /readyz")
 }

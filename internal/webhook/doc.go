@@ -3,8 +3,9 @@
 // Flink images the StreamFusion entrypoint would refuse at start, and the
 // clusters whose images disagree (internal/deploy's set checks).
 //
-// It answers POST /validate with an admission.k8s.io/v1 AdmissionReview and
-// GET /healthz. Verdicts come from internal/verdict: by image digest, so a
+// It answers POST /validate with an admission.k8s.io/v1 AdmissionReview,
+// GET /healthz (alive) and GET /readyz (the serving certificate reads, the
+// FlinkDeployments are listed). Verdicts come from internal/verdict: by image digest, so a
 // known image answers without reading a layer. A denial's message carries,
 // for each refused container, the same text the entrypoint writes to the
 // termination message (internal/report.Summary).
@@ -22,8 +23,15 @@
 // so the retry that follows a Fail is answered at once. Set both policies
 // alike.
 //
+// A FlinkSessionJob runs on its FlinkDeployment's images, and that cluster
+// may predate the webhook or live in a namespace it exempts: the session
+// job is judged by the cluster, read through the Kubernetes API (Clusters:
+// client-go's informer cache, get/list/watch on flinkdeployments), and
+// denied when the cluster is refused or does not exist. The session job's
+// own JAR (spec.job.jarURI) is not judged against the cluster's lib here.
+//
 // The server does not read Secrets through the API: registry credentials
 // come from a Docker config (DOCKER_CONFIG) and from pull secrets mounted
 // as files (verdict.Secrets), tried in the order of the pod's
-// imagePullSecrets. It has no RBAC needs beyond its own pod.
+// imagePullSecrets. FlinkDeployments are all it reads through the API.
 package webhook

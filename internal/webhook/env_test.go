@@ -128,6 +128,7 @@ func registryWith(t testing.TB, wrap func(http.Handler) http.Handler, imgs map[s
 // pki is a CA made in the test and a server certificate it signed.
 type pki struct {
 	caPool            *x509.CertPool
+	caPEM             []byte
 	certPEM, keyPEM   []byte
 	certFile, keyFile string
 }
@@ -159,6 +160,7 @@ func newPKI(t testing.TB, dir, cn string) pki {
 		keyPEM:   pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
 		certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key")}
 	p.caPool.AddCert(ca)
+	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	return p
 }
 

@@ -19,6 +19,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
@@ -31,6 +35,9 @@ type manifests struct {
 	deployment *appsv1.Deployment
 	account    string
 	cert       map[string]any // the cert-manager Certificate (no Go types here)
+	pdb        *policyv1.PodDisruptionBudget
+	role       *rbacv1.ClusterRole
+	binding    *rbacv1.ClusterRoleBinding
 }
 
 func splitDocs(t *testing.T, data []byte) [][]byte {
@@ -75,12 +82,24 @@ func readManifests(t *testing.T, data []byte) manifests {
 			m.account = sa.Name
 		case "Certificate":
 			require.NoError(t, k8syaml.Unmarshal(doc, &m.cert))
+		case "PodDisruptionBudget":
+			m.pdb = &policyv1.PodDisruptionBudget{}
+			require.NoError(t, k8syaml.UnmarshalStrict(doc, m.pdb))
+		case "ClusterRole":
+			m.role = &rbacv1.ClusterRole{}
+			require.NoError(t, k8syaml.UnmarshalStrict(doc, m.role))
+		case "ClusterRoleBinding":
+			m.binding = &rbacv1.ClusterRoleBinding{}
+			require.NoError(t, k8syaml.UnmarshalStrict(doc, m.binding))
 		}
 	}
 	require.NotNil(t, m.webhook, "a ValidatingWebhookConfiguration")
 	require.NotNil(t, m.service, "a Service")
 	require.NotNil(t, m.deployment, "a Deployment")
 	require.NotNil(t, m.cert, "a Certificate")
+	require.NotNil(t, m.pdb, "a PodDisruptionBudget")
+	require.NotNil(t, m.role, "a ClusterRole")
+	require.NotNil(t, m.binding, "a ClusterRoleBinding")
 	return m
 }
 
@@ -153,6 +172,43 @@ func (m manifests) check(t *testing.T) {
 		mounted = mounted || strings.HasPrefix(flags["tls-cert"], vm.MountPath+"/")
 	}
 	assert.True(t, mounted, "--tls-cert is below a mount")
+	m.checkAvailability(t)
+}
+
+// checkAvailability: the PDB and the spread select the webhook's pods, the
+// readiness probe is /readyz, and the ServiceAccount may read
+// FlinkDeployments and nothing else (the k8sreal suite asks a real API
+// server the same).
+func (m manifests) checkAvailability(t *testing.T) {
+	t.Helper()
+	pod := m.deployment.Spec.Template
+	selects := func(sel *metav1.LabelSelector) bool {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		require.NoError(t, err)
+		return !s.Empty() && s.Matches(labels.Set(pod.Labels))
+	}
+	require.NotNil(t, m.pdb.Spec.MinAvailable)
+	assert.Equal(t, "1", m.pdb.Spec.MinAvailable.String())
+	assert.True(t, selects(m.pdb.Spec.Selector), "the PDB selects the webhook's pods")
+	assert.Equal(t, m.deployment.Namespace, m.pdb.Namespace)
+	assert.GreaterOrEqual(t, *m.deployment.Spec.Replicas, int32(2), "a replica stays while one is evicted")
+	var byNode bool
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		byNode = byNode || c.TopologyKey == "kubernetes.io/hostname" && c.WhenUnsatisfiable == corev1.DoNotSchedule && selects(c.LabelSelector)
+	}
+	assert.True(t, byNode, "replicas are spread across nodes")
+	c := pod.Spec.Containers[0]
+	require.NotNil(t, c.ReadinessProbe)
+	require.NotNil(t, c.ReadinessProbe.HTTPGet)
+	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path)
+	require.NotNil(t, c.LivenessProbe)
+	assert.Equal(t, "/healthz", c.LivenessProbe.HTTPGet.Path, "liveness does not restart a pod for its certificate")
+	require.NotNil(t, pod.Spec.AutomountServiceAccountToken)
+	assert.True(t, *pod.Spec.AutomountServiceAccountToken, "the token reads FlinkDeployments")
+	assert.Equal(t, []rbacv1.PolicyRule{{APIGroups: []string{"flink.apache.org"}, Resources: []string{"flinkdeployments"},
+		Verbs: []string{"get", "list", "watch"}}}, m.role.Rules)
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: m.role.Name}, m.binding.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: m.account, Namespace: m.deployment.Namespace}}, m.binding.Subjects)
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
@@ -201,7 +257,8 @@ func TestHelmChart(t *testing.T) {
 		args []string
 	}{
 		{"defaults", nil},
-		{"pull secrets, Ignore, 15s", []string{"--set", "webhook.pullSecrets={regcred,other}", "--set", "webhook.failurePolicy=Ignore", "--set", "webhook.timeoutSeconds=15"}},
+		{"pull secrets, Ignore, 15s, a priority class", []string{"--set", "webhook.pullSecrets={regcred,other}", "--set", "webhook.failurePolicy=Ignore", "--set", "webhook.timeoutSeconds=15",
+			"--set", "priorityClassName=system-cluster-critical"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"template", "sf", chart, "--namespace", "streamfusion"}, tc.args...)
@@ -225,8 +282,10 @@ func TestHelmChart(t *testing.T) {
 			}
 			if tc.args != nil {
 				assert.Equal(t, []string{"regcred/.dockerconfigjson", "other/.dockerconfigjson"}, paths, "each pull secret in its own directory")
+				assert.Equal(t, "system-cluster-critical", m.deployment.Spec.Template.Spec.PriorityClassName)
 			} else {
 				assert.Empty(t, paths)
+				assert.Empty(t, m.deployment.Spec.Template.Spec.PriorityClassName)
 			}
 		})
 	}

@@ -51,7 +51,13 @@ type Config struct {
 	Secrets       verdict.Secrets
 	Timeout       time.Duration // default DefaultTimeout
 	FailurePolicy string        // Fail (default) or Ignore
-	Log           zerolog.Logger
+	// Clusters finds a FlinkSessionJob's FlinkDeployment; nil: session
+	// jobs are admitted with a warning.
+	Clusters Clusters
+	// Ready are the readiness checks of GET /readyz (the serving
+	// certificate, the clusters' cache), each nil when ready.
+	Ready []func() error
+	Log   zerolog.Logger
 }
 
 // Validate checks the configuration and fills defaults.
@@ -72,7 +78,10 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Handler serves /validate and /healthz.
+// Handler serves /validate, /healthz (the process answers) and /readyz
+// (the serving certificate and key read and parse, and the FlinkDeployments
+// are listed): a pod whose certificate Secret is unreadable leaves the
+// Service's endpoints instead of failing every handshake of the API server.
 func Handler(c Config) (http.Handler, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -83,14 +92,34 @@ func Handler(c Config) (http.Handler, error) {
 		w.Header().Set("Content-Type", "text/plain")
 		_, _ = io.WriteString(w, "ok\n")
 	})
+	mux.HandleFunc("GET /readyz", c.readyz)
 	return mux, nil
 }
 
+// readyz answers 200 when every readiness check passes, else 503 naming
+// the first that fails.
+func (c *Config) readyz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain")
+	for _, check := range c.Ready {
+		if err := check(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "not ready: "+err.Error()+"\n")
+			return
+		}
+	}
+	_, _ = io.WriteString(w, "ok\n")
+}
+
 // NewServer returns an HTTPS server for the handler, its certificate from
-// certs (reloaded as the files change).
+// certs (reloaded as the files change). /readyz checks the certificate
+// files and, with Clusters, the FlinkDeployments' cache.
 func NewServer(c Config, certs *CertReloader) (*http.Server, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	c.Ready = append(c.Ready[:len(c.Ready):len(c.Ready)], certs.Ready)
+	if c.Clusters != nil {
+		c.Ready = append(c.Ready, c.Clusters.Ready)
 	}
 	h, err := Handler(c)
 	if err != nil {
@@ -209,6 +238,28 @@ func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest, 
 	if res.Namespace == "" {
 		res.Namespace = req.Namespace
 	}
+	if res.Kind == "FlinkSessionJob" {
+		return c.sessionJob(ctx, res, limit)
+	}
+	v := c.judge(ctx, res, limit)
+	switch {
+	case len(v.refusals) > 0:
+		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": "+strings.Join(v.refusals, "\n"), v.warnings)
+	case len(v.failures) > 0:
+		r := c.failure(res.ID() + ": " + strings.Join(v.failures, "; "))
+		r.Warnings = append(r.Warnings, v.warnings...)
+		return r
+	}
+	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: v.warnings}
+}
+
+// judgement is what the images of one object say: refusals (the rules or
+// the set checks), failures (an image not verified in time, or unreadable)
+// and warnings.
+type judgement struct{ refusals, failures, warnings []string }
+
+// judge verifies each distinct image of res and checks the set.
+func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Duration) judgement {
 	type result struct {
 		v   *verdict.Verdict
 		err error
@@ -227,52 +278,79 @@ func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest, 
 		wg.Go(func() { r.v, r.err = c.Cache.Verify(ctx, ct.Image, ct.Platform, c.Secrets.Credentials(ct.PullSecrets)) })
 	}
 	wg.Wait()
-	results := make([]result, len(res.Containers))
-	for i, ct := range res.Containers {
-		results[i] = *byImage[ct.Image+"|"+ct.Platform+"|"+strings.Join(ct.PullSecrets, ",")]
-	}
 
-	var refusals, failures, warnings []string
+	var j judgement
 	var members []deploy.Member
-	for i, ct := range res.Containers {
-		v, err := results[i].v, results[i].err
+	for _, ct := range res.Containers {
+		r := byImage[ct.Image+"|"+ct.Platform+"|"+strings.Join(ct.PullSecrets, ",")]
+		v, err := r.v, r.err
 		who := fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image)
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() != nil:
-			failures = append(failures, fmt.Sprintf("%s: not verified within %s (the verification goes on; a retry is answered from its result)", who, limit))
+			j.failures = append(j.failures, fmt.Sprintf("%s: not verified within %s (the verification goes on; a retry is answered from its result)", who, limit))
 		case err != nil:
-			failures = append(failures, fmt.Sprintf("%s: %v", who, err))
+			j.failures = append(j.failures, fmt.Sprintf("%s: %v", who, err))
 		case !v.Admitted:
-			refusals = append(refusals, who+": "+v.Message(string(ct.Role)))
+			j.refusals = append(j.refusals, who+": "+v.Message(string(ct.Role)))
 		default:
 			members = append(members, deploy.Member{Resource: res, Container: ct, Facts: v.Facts})
 			if v.Decision != nil {
 				for _, f := range v.Decision.Warnings() {
-					warnings = append(warnings, fmt.Sprintf("%s: [%s] %s", ct.Image, f.Rule, f.Text()))
+					j.warnings = append(j.warnings, fmt.Sprintf("%s: [%s] %s", ct.Image, f.Rule, f.Text()))
 				}
 			}
 		}
 	}
-	if res.Kind != "FlinkSessionJob" {
-		for _, f := range deploy.CheckSet([]*deploy.Resource{res}, members) {
-			if f.Severity == admission.Error {
-				refusals = append(refusals, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
-			} else {
-				warnings = append(warnings, f.Text())
-			}
+	for _, f := range deploy.CheckSet([]*deploy.Resource{res}, members) {
+		if f.Severity == admission.Error {
+			j.refusals = append(j.refusals, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
+		} else {
+			j.warnings = append(j.warnings, f.Text())
 		}
-	} else {
-		warnings = append(warnings, fmt.Sprintf("FlinkSessionJob %s runs on FlinkDeployment %s: its images are checked when that FlinkDeployment is applied", res.Name, res.Target))
 	}
+	return j
+}
+
+// sessionJob judges a FlinkSessionJob by the FlinkDeployment it runs on,
+// read through the API: the cluster may predate the webhook or live in a
+// namespace it exempts, and the job runs on that cluster's images. Without
+// Clusters (no API access configured) it is admitted with a warning.
+func (c *Config) sessionJob(ctx context.Context, res *deploy.Resource, limit time.Duration) *admissionv1.AdmissionResponse {
+	cluster := res.Namespace + "/" + res.Target
+	if c.Clusters == nil {
+		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{fmt.Sprintf(
+			"%s runs on FlinkDeployment %s: not looked up (the webhook has no API access); its images are checked when that FlinkDeployment is applied", res.ID(), cluster)}}
+	}
+	if res.Target == "" {
+		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": spec.deploymentName: found none, required the FlinkDeployment the job runs on; fix: name it", nil)
+	}
+	raw, err := c.Clusters.Get(ctx, res.Namespace, res.Target)
+	if errors.Is(err, ErrNoCluster) {
+		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
+			"%s: spec.deploymentName: found %q, required an existing FlinkDeployment: FlinkDeployment %s does not exist, so the operator cannot run the job either; fix: apply the FlinkDeployment first, or name one that exists",
+			res.ID(), res.Target, cluster), nil)
+	}
+	if err != nil {
+		return c.failure(fmt.Sprintf("%s: its FlinkDeployment %s could not be read: %v", res.ID(), cluster, err))
+	}
+	fd, err := deploy.ParseObject(raw)
+	if err != nil {
+		return c.failure(fmt.Sprintf("%s: its FlinkDeployment %s cannot be read: %v", res.ID(), cluster, err))
+	}
+	if fd.Namespace == "" {
+		fd.Namespace = res.Namespace
+	}
+	v := c.judge(ctx, fd, limit)
+	on := fmt.Sprintf("%s runs on %s, which StreamFusion refuses", res.ID(), fd.ID())
 	switch {
-	case len(refusals) > 0:
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": "+strings.Join(refusals, "\n"), warnings)
-	case len(failures) > 0:
-		r := c.failure(res.ID() + ": " + strings.Join(failures, "; "))
-		r.Warnings = append(r.Warnings, warnings...)
+	case len(v.refusals) > 0:
+		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, on+": "+strings.Join(v.refusals, "\n"), v.warnings)
+	case len(v.failures) > 0:
+		r := c.failure(fmt.Sprintf("%s runs on %s: %s", res.ID(), fd.ID(), strings.Join(v.failures, "; ")))
+		r.Warnings = append(r.Warnings, v.warnings...)
 		return r
 	}
-	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
+	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: v.warnings}
 }
 
 // failure answers in the configured failure direction.

@@ -84,3 +84,22 @@ func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 	}
 	return r.cert, nil
 }
+
+// Ready reads the certificate and key files as they are now: nil when they
+// load as a pair whose certificate is within its validity. Serving goes on
+// with the last good pair meanwhile, but a pod whose Secret cannot be read
+// (deleted, a rotation that left a broken pair) is not ready, so the
+// Service stops sending it the API server's calls and a fresh replica can
+// take over.
+func (r *CertReloader) Ready() error {
+	pair, err := tls.LoadX509KeyPair(r.certFile, r.keyFile)
+	if err != nil {
+		return fmt.Errorf("serving certificate %s and key %s: %w", r.certFile, r.keyFile, err)
+	}
+	now := time.Now()
+	if leaf := pair.Leaf; leaf != nil && (now.Before(leaf.NotBefore) || now.After(leaf.NotAfter)) {
+		return fmt.Errorf("serving certificate %s: valid from %s to %s, not now (%s)", r.certFile,
+			leaf.NotBefore.UTC().Format(time.RFC3339), leaf.NotAfter.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return nil
+}

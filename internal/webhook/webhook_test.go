@@ -72,7 +72,7 @@ func TestReviews(t *testing.T) {
 		{name: "a kind that runs nothing", kind: "Service", op: admissionv1.Create, allowed: true,
 			obj: map[string]any{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "s"}}},
 		{name: "deletion", kind: "FlinkDeployment", op: admissionv1.Delete, obj: flinkDeployment(plain, "v2_2", ""), allowed: true},
-		{name: "session job", kind: "FlinkSessionJob", op: admissionv1.Create, allowed: true, warning: "runs on FlinkDeployment basic",
+		{name: "session job", kind: "FlinkSessionJob", op: admissionv1.Create, allowed: true, warning: "FlinkSessionJob flink/j runs on FlinkDeployment flink/basic: not looked up",
 			obj: map[string]any{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob", "metadata": map[string]any{"name": "j"},
 				"spec": map[string]any{"deploymentName": "basic", "job": map[string]any{"jarURI": "local:///opt/flink/usrlib/job.jar"}}}},
 		{name: "an unknown image fails closed", kind: "FlinkDeployment", op: admissionv1.Create, obj: flinkDeployment(host+"/flink:missing", "v2_2", ""),
