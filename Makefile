@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image lint demo fuzz clean
+.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image lint demo fuzz clean test-linkage bench-linkage
 
 build: bin/entrypoint bin/streamfusion
 
@@ -35,6 +35,22 @@ flink-dist:
 test-real: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
 	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
+
+# --- linkage oracle (issue 19)
+# The project's linkage findings against the JVM: real distributions (2.0.0
+# too: the release flink-connector-kafka 4.0.0-2.0 is built for), the corpus
+# of testdata/linkage-coordinates.txt, a job JAR built with the real
+# maven-shade-plugin, and the Java oracle compiled with javac.
+LINKAGE_VERSIONS := 2.2.0 2.2.1 1.18.1 2.0.0
+test-linkage:
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(LINKAGE_VERSIONS) >/dev/null
+	scripts/fetch-flink-jars internal/realflink/testdata/linkage-coordinates.txt $(FLINK_JARS)
+	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars,linkageoracle -count=1 -timeout 60m -v -run 'TestLinkage' ./internal/realflink/
+# Linkage Checker 1.5.15 against `streamfusion check` on the same JARs: time,
+# peak RSS and the ratio (a benchmark, not in CI). See bench/linkage/run.
+bench-linkage: build
+	bench/linkage/run bin
+# --- end linkage oracle
 
 # The differential JAR corpus: real writers (jar, Maven, zip, bsdtar, 7z,
 # Python, Go) and corrupters, read by the JVM and by internal/payload.
@@ -72,9 +88,9 @@ bench-image: build
 	bin/bench-image -bin bin
 
 lint:
-	go vet -tags imagesuite,realjars,jvmoracle ./...
+	go vet -tags imagesuite,realjars,jvmoracle,linkageoracle ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags imagesuite,realjars,jvmoracle ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags imagesuite,realjars,jvmoracle,linkageoracle ./...
 	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.

@@ -145,8 +145,14 @@ public class LinkageOracle {
             userLoader = new ChildFirst(urls(usrlib), libLoader, parentFirst);
         }
 
+        /** The loader of a JAR named by the project: usrlib's when a usrlib JAR has its file name. */
         ClassLoader loaderFor(Path jar) {
-            return usrlib.contains(jar) ? userLoader : libLoader;
+            for (Path u : usrlib) {
+                if (u.getFileName().equals(jar.getFileName())) {
+                    return userLoader;
+                }
+            }
+            return libLoader;
         }
 
         boolean isTarget(URL where) {
