@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -215,7 +216,10 @@ func (k oracleKit) oracle(t *testing.T, host flinkSet, own *flinkSet, reported [
 		f := strings.Split(sc.Text(), "\t")
 		switch f[0] {
 		case "CHECK":
-			r.checks[sym(f[2:8]).key()] = strings.TrimSpace(f[1] + ": " + f[8])
+			r.checks[sym(f[2:8]).key()] = f[1]
+			if f[8] != "" {
+				r.checks[sym(f[2:8]).key()] += ": " + f[8]
+			}
 		case "FAIL":
 			if f[1] == "host" {
 				r.host[sym(f[2:8]).key()] = f[8]
@@ -488,7 +492,7 @@ func keys(m map[string]string) []string {
 	return out
 }
 
-// logFailures prints a count by kind and the first few of each kind.
+// logFailures prints a count by kind and the first 20 of each kind.
 func logFailures(t *testing.T, what string, m map[string]string) {
 	t.Helper()
 	byKind := map[string][]string{}
@@ -505,11 +509,47 @@ func logFailures(t *testing.T, what string, m map[string]string) {
 	t.Logf("%s: %d (%s)", what, len(m), strings.Join(counts, ", "))
 	for _, kind := range []string{"class", "method", "field", "version", "shadow"} {
 		for i, s := range byKind[kind] {
-			if i == 5 {
-				t.Logf("  ... %d more %s", len(byKind[kind])-5, kind)
+			if i == 20 {
+				t.Logf("  ... %d more %s", len(byKind[kind])-20, kind)
 				break
 			}
 			t.Logf("  %s", s)
 		}
+	}
+}
+
+// TestLinkageOracleChecks holds the oracle's answer to reported symbols
+// (the path the project's findings go through) to both outcomes: what it
+// finds failing on the host only, handed back as reported symbols, is
+// unresolved on the host and resolved on the JARs' own release.
+func TestLinkageOracleChecks(t *testing.T) {
+	k := newOracleKit(t)
+	for _, c := range []struct {
+		name      string
+		host, own flinkSet
+	}{
+		{"kafka-3.2.0-1.18", flinkSet{flink: "2.2.0", lib: with("flink-connector-kafka-3.2.0-1.18.jar", kafka32Deps)}, flinkSet{flink: "1.18.1", lib: with("flink-connector-kafka-3.2.0-1.18.jar", kafka32Deps)}},
+		{"kafka-5.0.0-2.2", flinkSet{flink: "1.18.1", lib: with("flink-connector-kafka-5.0.0-2.2.jar", kafka50Deps)}, flinkSet{flink: "2.2.0", lib: with("flink-connector-kafka-5.0.0-2.2.jar", kafka50Deps)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := k.oracle(t, c.host, &c.own, nil)
+			require.NotEmpty(t, r.hostOnly)
+			var syms []linkSymbol
+			for key := range r.hostOnly {
+				f := strings.Split(key, "\t")
+				if f[0] == "shadow" || f[0] == "version" {
+					continue
+				}
+				syms = append(syms, linkSymbol{Kind: f[0], From: f[1], Owner: f[2], Name: f[3], Descriptor: f[4], Jar: f[5]})
+			}
+			require.NotEmpty(t, syms)
+			onHost := k.oracle(t, c.host, nil, syms)
+			onOwn := k.oracle(t, c.own, nil, syms)
+			for _, s := range syms {
+				assert.True(t, strings.HasPrefix(onHost.checks[s.key()], "unresolved"), "on the host: %s: %s", s.key(), onHost.checks[s.key()])
+				assert.Equal(t, "resolved", onOwn.checks[s.key()], "on the own release: %s", s.key())
+			}
+			t.Logf("%d symbols: unresolved on %s, resolved on %s", len(syms), c.host.flink, c.own.flink)
+		})
 	}
 }
