@@ -506,7 +506,16 @@ func logFailures(t *testing.T, what string, m map[string]string) {
 			counts = append(counts, fmt.Sprintf("%s %d", kind, n))
 		}
 	}
-	t.Logf("%s: %d (%s)", what, len(m), strings.Join(counts, ", "))
+	distinct := map[string]bool{} // the missing symbol, whoever references it
+	for k := range m {
+		f := strings.Split(k, "\t")
+		if len(f) >= 5 {
+			distinct[strings.Join([]string{f[0], f[2], f[3], f[4]}, " ")] = true
+		} else {
+			distinct[k] = true
+		}
+	}
+	t.Logf("%s: %d (%s); %d distinct missing symbols", what, len(m), strings.Join(counts, ", "), len(distinct))
 	for _, kind := range []string{"class", "method", "field", "version", "shadow"} {
 		for i, s := range byKind[kind] {
 			if i == 20 {
