@@ -407,6 +407,7 @@ func linkCases(t *testing.T, javaHome string) []linkCase {
 		{name: "kafka-5.0.0-2.2-on-1.18.1", host: flinkSet{flink: "1.18.1", lib: k50}, own: own(flinkSet{flink: "2.2.0", lib: k50}), issue: []string{"FactoryUtil\tSOURCE_PARALLELISM\t"}},
 		{name: "thin-kafka-5.0.0-2.2-on-2.2.0", host: flinkSet{flink: "2.2.0", lib: []string{"flink-connector-kafka-5.0.0-2.2.jar"}}, own: own(flinkSet{flink: "2.2.0", lib: k50}), issue: []string{"\torg/apache/kafka/clients/"}},
 		{name: "json-1.18.1-on-2.2.0", host: flinkSet{flink: "2.2.0", lib: []string{"flink-json-1.18.1.jar"}}, own: own(flinkSet{flink: "1.18.1", lib: []string{"flink-json-1.18.1.jar"}}), issue: []string{"shadow\torg/apache/flink/formats/json/"}},
+		{name: "json-1.18.1-in-usrlib-on-2.2.0", host: flinkSet{flink: "2.2.0", usrlib: []string{"flink-json-1.18.1.jar"}}, own: own(flinkSet{flink: "1.18.1", usrlib: []string{"flink-json-1.18.1.jar"}}), issue: []string{"shadow\torg/apache/flink/formats/json/"}},
 		{name: "avro-1.18.1-on-2.2.0", host: flinkSet{flink: "2.2.0", lib: avro}, own: own(flinkSet{flink: "1.18.1", lib: avro}), issue: []string{"TypeInformationRawType"}},
 		{name: "jdbc-3.2.0-1.18-on-2.2.0", host: flinkSet{flink: "2.2.0", lib: []string{"flink-connector-jdbc-3.2.0-1.18.jar"}}, own: own(flinkSet{flink: "1.18.1", lib: []string{"flink-connector-jdbc-3.2.0-1.18.jar"}}), issue: []string{"/RichSinkFunction\t", "CatalogTable\tof\t"}},
 		{name: "paimon-flink-1.18-0.8.2-on-2.2.0", host: flinkSet{flink: "2.2.0", lib: []string{"paimon-flink-1.18-0.8.2.jar"}}, own: own(flinkSet{flink: "1.18.1", lib: []string{"paimon-flink-1.18-0.8.2.jar"}}), issue: []string{"paimon"}},
@@ -447,6 +448,9 @@ func TestLinkageAgainstTheJVM(t *testing.T) {
 			if c.own == nil {
 				want = map[string]string{} // consistent: no finding at all
 				logFailures(t, "consistent set; failing on the JARs' own release too (not breaks)", r.host)
+				for key := range r.host {
+					require.False(t, strings.HasPrefix(key, "shadow\t"), "a consistent set shadows nothing: the corpus is wrong (%s)", key)
+				}
 			} else {
 				logFailures(t, "host-only (breaks)", r.hostOnly)
 			}
