@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s
+.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker
 
 build: bin/entrypoint bin/streamfusion
 
@@ -59,6 +59,22 @@ config-tables:
 		mv internal/admission/flinkkeys/$$v.txt.tmp internal/admission/flinkkeys/$$v.txt || exit 1; \
 	done
 # --- end config tables
+
+# --- linkage oracle (issue 19)
+# The project's linkage findings against the JVM: real distributions (2.0.0
+# too: the release flink-connector-kafka 4.0.0-2.0 is built for), the corpus
+# of testdata/linkage-coordinates.txt, a job JAR built with the real
+# maven-shade-plugin, and the Java oracle compiled with javac.
+LINKAGE_VERSIONS := 2.2.0 2.2.1 1.18.1 2.0.0
+test-linkage:
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(LINKAGE_VERSIONS) >/dev/null
+	scripts/fetch-flink-jars internal/realflink/testdata/linkage-coordinates.txt $(FLINK_JARS)
+	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars,linkageoracle -count=1 -timeout 60m -v -run 'TestLinkage' ./internal/realflink/
+# Linkage Checker 1.5.15 against `streamfusion check` on the same JARs: time,
+# peak RSS and the ratio (a benchmark, not in CI). See bench/linkage/run.
+bench-linkage-checker: build
+	bench/linkage/run bin
+# --- end linkage oracle
 
 # The differential JAR corpus: real writers (jar, Maven, zip, bsdtar, 7z,
 # Python, Go) and corrupters, read by the JVM and by internal/payload.
@@ -133,9 +149,9 @@ bench-linkage: build flink-dist
 # --- end
 
 lint:
-	go vet -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal ./...
+	go vet -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal,linkageoracle ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal,linkageoracle ./...
 	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.
