@@ -82,7 +82,7 @@ func LockLib(ctx context.Context, lib string, shared bool, timeout time.Duration
 		how = syscall.LOCK_SH
 	}
 	start := time.Now()
-	told := false
+	told, retries := false, 0
 	for {
 		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
@@ -95,6 +95,14 @@ func LockLib(ctx context.Context, lib string, shared bool, timeout time.Duration
 		waited := time.Since(start)
 		if waited >= timeout {
 			h := holderOf(f)
+			if h == nil && retries < 3 {
+				// Not listed: the holder let go between the flock and the
+				// look at /proc/locks. The lock may be free: try it again
+				// rather than name nobody (a few times, for a /proc that
+				// cannot be read).
+				retries++
+				continue
+			}
 			f.Close()
 			return nil, &LockedError{Lib: lib, Waited: waited.Round(time.Millisecond), Holder: h}
 		}
