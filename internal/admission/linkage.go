@@ -243,8 +243,8 @@ type resolver struct {
 	cp       *Classpath
 	packages map[string]bool // packages some JAR on the classpath provides
 	maxMajor int
-	line     string             // the host's Flink line, for the fix
-	loads    map[loadKey]string // class -> the class in its hierarchy that does not load ("" when it loads)
+	line     string           // the host's Flink line, for the fix
+	loads    map[loadKey]edge // class -> the first edge of its hierarchy to a missing class (zero when it loads)
 }
 
 type loadKey struct {
@@ -294,41 +294,50 @@ func element(name string) (string, bool) {
 	return "", false // an array of primitives
 }
 
-// load resolves a class through l and says which class of its hierarchy
-// does not load ("" when all do); jdkFound reports a JDK class.
-func (r *resolver) load(l *Loader, name string) (missing string) {
+// edge is why a class does not load, as the JVM's NoClassDefFoundError
+// names it: the class with no class file (missing) and the class whose
+// superclass, interface or instruction names it (from; "" when the class
+// asked for is itself the missing one, so the caller is the namer).
+type edge struct{ from, missing string }
+
+// load resolves a class through l and returns the first edge of its
+// hierarchy (superclass first, then interfaces, depth first) to a class
+// with no class file; the zero edge when every class of it loads.
+func (r *resolver) load(l *Loader, name string) edge {
 	if jdk(name) {
-		return ""
+		return edge{}
 	}
 	k := loadKey{l, name}
-	if m, ok := r.loads[k]; ok {
-		return m
+	if e, ok := r.loads[k]; ok {
+		return e
 	}
 	if r.loads == nil {
-		r.loads = map[loadKey]string{}
+		r.loads = map[loadKey]edge{}
 	}
-	r.loads[k] = "" // a cycle is the JVM's ClassCircularityError, not ours to report
+	r.loads[k] = edge{} // a cycle is the JVM's ClassCircularityError, not ours to report
 	a := l.Find(name)
 	if a == nil {
-		r.loads[k] = name
-		return name
+		r.loads[k] = edge{missing: name}
+		return r.loads[k]
 	}
 	c, err := r.cp.Class(a, name)
 	if err != nil {
-		r.loads[k] = ""
-		return "" // an unreadable class is layout-unreadable's business, not linkage's
+		return edge{} // an unreadable class is layout-unreadable's business, not linkage's
 	}
 	dl := r.cp.loaderOf(a)
 	for _, s := range append([]string{c.Super}, c.Interfaces...) {
 		if s == "" {
 			continue
 		}
-		if m := r.load(dl, s); m != "" {
-			r.loads[k] = m
-			return m
+		if e := r.load(dl, s); e.missing != "" {
+			if e.from == "" {
+				e.from = name
+			}
+			r.loads[k] = e
+			return e
 		}
 	}
-	return ""
+	return edge{}
 }
 
 // class returns the class l resolves name to, parsed, with its defining
@@ -622,34 +631,41 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 		library string
 	}
 	var absent []pending
+	reported := map[edge]bool{}
 	r.reachable(j, func(c *classfile.Class, own namespaces) {
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
 			newer = append(newer, c)
 		}
-		seen := map[string]bool{}
-		classFailed := func(owner, missing string) {
-			if seen[owner] {
-				return
+		classFailed := func(e edge) {
+			if e.from == "" {
+				e.from = c.Name
 			}
-			seen[owner] = true
+			missing := e.missing
 			provided := r.packages[pkg(missing)]
 			if !provided && (!own.has(c.Name) || r.cp.clusterProvided(missing)) {
 				return // bundled code's, or the cluster's: it fails where the JAR belongs too
 			}
+			if reported[e] {
+				return
+			}
+			reported[e] = true
+			in := j.jar.Path // the JAR of the class naming the missing one
+			if e.from != c.Name {
+				if a := j.loader.Find(e.from); a != nil {
+					in = a.Path
+				}
+			}
 			found := "no " + javaName(missing) + " in " + j.loader.Searched(missing) + " or the JDK"
-			if owner != missing {
-				found = "its supertype " + javaName(missing) + " is in none of " + j.loader.Searched(missing) + ", nor the JDK"
+			msg := simpleName(e.from) + " does not load: it names " + javaName(missing) + ", which has no class file on the classpath"
+			if e.from != c.Name {
+				msg += " (reached from " + simpleName(c.Name) + ")"
 			}
-			msg := simpleName(c.Name) + " uses " + javaName(owner) + ", which does not load"
-			if owner == c.Name {
-				msg = simpleName(c.Name) + " does not load"
-			}
-			f := Finding{Severity: j.sev, Path: j.jar.Path,
+			f := Finding{Severity: j.sev, Path: in,
 				Message:  msg,
 				Found:    found,
-				Required: javaName(missing) + " on the classpath, as " + path.Base(j.jar.Path) + " was built against it",
+				Required: javaName(missing) + " on the classpath, as " + path.Base(in) + " was built against it",
 				Fix:      fix,
-				Symbol:   &Symbol{Kind: SymClass, From: c.Name, Owner: owner, JAR: j.jar.Path}}
+				Symbol:   &Symbol{Kind: SymClass, From: e.from, Owner: missing, JAR: in}}
 			if provided {
 				out.class = append(out.class, f)
 				return
@@ -661,19 +677,24 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			f.Severity = Warning
 			absent = append(absent, pending{f, library(missing)})
 		}
-		if m := r.load(j.loader, c.Name); m != "" {
-			if !r.packages[pkg(m)] && own.has(c.Name) && !r.cp.clusterProvided(m) {
-				required[library(m)] = true
+		for _, s := range append([]string{c.Super}, c.Interfaces...) {
+			if s == "" {
+				continue
 			}
-			classFailed(c.Name, m)
+			if e := r.load(j.loader, s); e.missing != "" {
+				if !r.packages[pkg(e.missing)] && own.has(c.Name) && !r.cp.clusterProvided(e.missing) {
+					required[library(e.missing)] = true
+				}
+				classFailed(e)
+			}
 		}
 		for _, k := range c.Classes {
 			e, ok := element(k)
 			if !ok {
 				continue
 			}
-			if m := r.load(j.loader, e); m != "" {
-				classFailed(e, m)
+			if ed := r.load(j.loader, e); ed.missing != "" {
+				classFailed(ed)
 			}
 		}
 		for _, ref := range c.Refs {
@@ -681,8 +702,8 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			if !ok || owner != ref.Owner {
 				continue // a member of an array type: clone() and Object's
 			}
-			if m := r.load(j.loader, owner); m != "" {
-				classFailed(owner, m)
+			if e := r.load(j.loader, owner); e.missing != "" {
+				classFailed(e)
 				continue
 			}
 			found, looked := r.lookup(j.loader, ref)
