@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"encoding/xml"
 	"fmt"
 	"path"
 	"slices"
@@ -592,12 +593,12 @@ func library(class string) string {
 // com/acme/jobs). Code a JAR bundles from elsewhere lies outside them,
 // relocated or not (Kafka's clients in the fat SQL connector, at
 // org/apache/flink/kafka/shaded/...); a package with a segment named
-// "shaded" is never a JAR's own.
+// "shaded" or "shade" (Paimon's relocations) is never a JAR's own.
 type namespaces map[string]bool
 
 func namespace(class string) (string, bool) {
 	parts := strings.Split(pkg(class), "/")
-	if slices.Contains(parts, "shaded") {
+	if slices.Contains(parts, "shaded") || slices.Contains(parts, "shade") {
 		return "", false
 	}
 	return strings.Join(parts[:min(4, len(parts))], "/"), true
@@ -632,6 +633,7 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 	}
 	var absent []pending
 	reported := map[edge]bool{}
+	groups, hasPOM := runtimeGroups(j)
 	r.reachable(j, func(c *classfile.Class, own namespaces) {
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
 			newer = append(newer, c)
@@ -641,9 +643,13 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				e.from = c.Name
 			}
 			missing := e.missing
-			provided := r.packages[pkg(missing)]
-			if !provided && (!own.has(c.Name) || r.cp.clusterProvided(missing)) {
-				return // bundled code's, or the cluster's: it fails where the JAR belongs too
+			provided := r.packages[pkg(missing)] || hostAPI(missing)
+			if !provided && (!own.has(c.Name) || r.cp.clusterProvided(missing) || (hasPOM && !declares(groups, missing))) {
+				// Bundled code's, the cluster's, or a library the JAR's own
+				// POM does not say it needs at run time (provided or
+				// optional: the user adds it, Paimon's CDC actions): it fails
+				// where the JAR belongs too.
+				return
 			}
 			if reported[e] {
 				return
@@ -682,7 +688,7 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				continue
 			}
 			if e := r.load(j.loader, s); e.missing != "" {
-				if !r.packages[pkg(e.missing)] && own.has(c.Name) && !r.cp.clusterProvided(e.missing) {
+				if !r.packages[pkg(e.missing)] && !hostAPI(e.missing) && own.has(c.Name) && !r.cp.clusterProvided(e.missing) {
 					required[library(e.missing)] = true
 				}
 				classFailed(e)
@@ -749,6 +755,75 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			Fix:      "use a build of " + path.Base(j.jar.Path) + " compiled for the host's Java, or a Flink image with a newer JDK",
 			Symbol:   &Symbol{Kind: SymVersion, From: c.Name, Owner: c.Name, JAR: j.jar.Path}})
 	}
+}
+
+// hostAPI: a class of Flink's own API and runtime (org.apache.flink outside
+// the connector and format namespaces, which are artifacts of their own,
+// and outside the planner, which lib never sees): its package gone from
+// the host is the host's API changing under the JAR (Flink 2 dropped
+// org.apache.flink.table.api.constraints), not an optional library left out.
+func hostAPI(class string) bool {
+	if !strings.HasPrefix(class, "org/apache/flink/") || slices.Contains(strings.Split(pkg(class), "/"), "shaded") {
+		return false
+	}
+	for _, p := range []string{"org/apache/flink/connector/", "org/apache/flink/connectors/", "org/apache/flink/streaming/connectors/",
+		"org/apache/flink/formats/", "org/apache/flink/table/planner/"} {
+		if strings.HasPrefix(class, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// pom is the part of an embedded pom.xml the linkage rules read.
+type pom struct {
+	Dependencies []struct {
+		Group    string `xml:"groupId"`
+		Scope    string `xml:"scope"`
+		Optional string `xml:"optional"`
+	} `xml:"dependencies>dependency"`
+}
+
+// runtimeGroups are the groups (as package paths: org/apache/kafka) of the
+// libraries a JAR's own POM (the embedded pom.xml of the artifact its file
+// name starts with) needs at run time: compile or runtime scope, not
+// optional. ok is false when the JAR embeds no readable POM of its own.
+func runtimeGroups(j *deepJAR) (groups []string, ok bool) {
+	base, best := path.Base(j.jar.Path), ""
+	for _, p := range j.archive.POMs {
+		parts := strings.Split(p, "/") // META-INF/maven/<group>/<artifact>/pom.xml
+		if len(parts) == 5 && strings.HasPrefix(base, parts[3]+"-") && len(p) > len(best) {
+			best = p
+		}
+	}
+	if best == "" {
+		return nil, false
+	}
+	data, err := j.archive.File(best)
+	if err != nil {
+		return nil, false
+	}
+	var m pom
+	if err := xml.Unmarshal(data, &m); err != nil {
+		return nil, false
+	}
+	own := strings.Split(best, "/")[2]
+	for _, d := range m.Dependencies {
+		scope, g := strings.TrimSpace(d.Scope), strings.TrimSpace(d.Group)
+		if (scope != "" && scope != "compile" && scope != "runtime") || strings.TrimSpace(d.Optional) == "true" {
+			continue
+		}
+		if strings.HasPrefix(g, "${") {
+			g = own // ${project.groupId}
+		}
+		groups = append(groups, strings.ReplaceAll(g, ".", "/")+"/")
+	}
+	return groups, true
+}
+
+// declares says whether one of groups covers class.
+func declares(groups []string, class string) bool {
+	return slices.ContainsFunc(groups, func(g string) bool { return strings.HasPrefix(class, g) })
 }
 
 // fixFor names what to install instead: the JAR's Maven coordinates

@@ -184,6 +184,57 @@ func TestLinkageMissingDependency(t *testing.T) {
 	}
 }
 
+// A JAR that embeds its own POM says which libraries it needs at run time:
+// an absent library its POM declares with compile scope is reported, one it
+// declares provided or not at all (Paimon's Kafka and CDC actions, which
+// the user adds) stays quiet, as does code relocated under a "shade"
+// package (Paimon's Netty naming BlockHound).
+func TestLinkageMissingDependencyPOM(t *testing.T) {
+	own := testkit.Class{Name: "org/apache/paimon/flink/kafka/KafkaSinkFunction", Super: "org/apache/flink/streaming/connectors/kafka/FlinkKafkaProducer",
+		News: []string{"org/apache/paimon/flink/cdc/Sync", "org/apache/paimon/shade/netty4/io/netty/Hidden"}}
+	sync := testkit.Class{Name: "org/apache/paimon/flink/cdc/Sync", Interfaces: []string{"com/ververica/cdc/debezium/Schema"}, News: []string{"com/acme/client/Client"}}
+	relocated := testkit.Class{Name: "org/apache/paimon/shade/netty4/io/netty/Hidden", Interfaces: []string{"reactor/blockhound/integration/BlockHoundIntegration"}}
+	pomXML := func(deps string) []byte {
+		return []byte(`<?xml version="1.0"?><project><groupId>org.apache.paimon</groupId><artifactId>paimon-flink-1.18</artifactId><dependencies>` + deps + `</dependencies></project>`)
+	}
+	facts := func(deps string) *Facts {
+		services := map[string][]string{factory: {"org.apache.paimon.flink.kafka.KafkaSinkFunction"}, "reactor.blockhound.integration.BlockHoundIntegration": {"org.apache.paimon.shade.netty4.io.netty.Hidden"}}
+		jar := testkit.ClassJAR("", []testkit.Class{own, sync, relocated}, services,
+			testkit.Entry{Name: "META-INF/maven/org.apache.paimon/paimon-flink-1.18/pom.xml", Data: pomXML(deps)},
+			testkit.Entry{Name: "META-INF/maven/com.acme/other/pom.xml", Data: pomXML(`<dependency><groupId>com.ververica</groupId></dependency>`)})
+		return deepFacts(t, []jarBytes{{"/opt/flink/lib/paimon-flink-1.18-0.8.2.jar", jar}, dist()}, nil)
+	}
+	quiet := `<dependency><groupId>org.apache.flink</groupId><artifactId>flink-connector-kafka</artifactId><scope>provided</scope></dependency>` +
+		`<dependency><groupId>com.ververica</groupId><artifactId>cdc</artifactId><optional>true</optional></dependency>` +
+		`<dependency><groupId>${project.groupId}</groupId><artifactId>paimon-flink-common</artifactId></dependency>`
+	if got := symbols(decideDeep(t, facts(quiet))); len(got) != 0 {
+		t.Fatalf("libraries the POM leaves to the user reported: %v", got)
+	}
+	got := symbols(decideDeep(t, facts(quiet+`<dependency><groupId>com.ververica</groupId><artifactId>cdc-debezium</artifactId><scope>compile</scope></dependency>`)))
+	want := []string{"linkage-class warning class org/apache/paimon/flink/cdc/Sync -> com/ververica/cdc/debezium/Schema."}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A package of Flink's own API that the host no longer has at all (Flink 2
+// dropped org.apache.flink.table.api.constraints) is the host's API
+// changing, reported whether or not the JAR's classes are built on it; a
+// connector's package that nothing provides is a library left out.
+func TestLinkageHostPackageGone(t *testing.T) {
+	entry := testkit.Class{Name: "org/apache/iceberg/flink/FlinkCatalog",
+		News: []string{"org/apache/flink/table/api/constraints/UniqueConstraint", "org/apache/flink/streaming/connectors/kafka/FlinkKafkaProducer"}}
+	f := deepFacts(t, []jarBytes{
+		connector("/opt/flink/lib/iceberg-flink-runtime-1.18-1.5.2.jar", []testkit.Class{entry}, map[string][]string{factory: {"org.apache.iceberg.flink.FlinkCatalog"}}),
+		dist(),
+	}, nil)
+	got := symbols(decideDeep(t, f))
+	want := []string{"linkage-class warning class org/apache/iceberg/flink/FlinkCatalog -> org/apache/flink/table/api/constraints/UniqueConstraint."}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestShadowing(t *testing.T) {
 	same := testkit.Class{Name: "org/apache/flink/connector/base/Shared"}
 	differs := testkit.Class{Name: "org/apache/flink/Base", Methods: []testkit.Member{m("other", "()V")}}
