@@ -638,9 +638,13 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
 			newer = append(newer, c)
 		}
-		classFailed := func(e edge) {
+		// classFailed reports e; super says c names the class as its
+		// superclass or an interface (else an instruction of c names it).
+		classFailed := func(e edge, super bool) {
 			if e.from == "" {
 				e.from = c.Name
+			} else {
+				super = true // a supertype deeper in the hierarchy
 			}
 			missing := e.missing
 			provided := r.packages[pkg(missing)] || hostAPI(missing)
@@ -662,7 +666,10 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				}
 			}
 			found := "no " + javaName(missing) + " in " + j.loader.Searched(missing) + " or the JDK"
-			msg := simpleName(e.from) + " does not load: it names " + javaName(missing) + ", which has no class file on the classpath"
+			msg := simpleName(e.from) + " uses " + javaName(missing) + ", which has no class file on the classpath"
+			if super {
+				msg = simpleName(e.from) + " does not load: its supertype " + javaName(missing) + " has no class file on the classpath"
+			}
 			if e.from != c.Name {
 				msg += " (reached from " + simpleName(c.Name) + ")"
 			}
@@ -691,7 +698,7 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				if !r.packages[pkg(e.missing)] && !hostAPI(e.missing) && own.has(c.Name) && !r.cp.clusterProvided(e.missing) {
 					required[library(e.missing)] = true
 				}
-				classFailed(e)
+				classFailed(e, true)
 			}
 		}
 		for _, k := range c.Classes {
@@ -700,7 +707,7 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				continue
 			}
 			if ed := r.load(j.loader, e); ed.missing != "" {
-				classFailed(ed)
+				classFailed(ed, false)
 			}
 		}
 		for _, ref := range c.Refs {
@@ -709,7 +716,7 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				continue // a member of an array type: clone() and Object's
 			}
 			if e := r.load(j.loader, owner); e.missing != "" {
-				classFailed(e)
+				classFailed(e, false)
 				continue
 			}
 			found, looked := r.lookup(j.loader, ref)
