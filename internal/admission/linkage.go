@@ -589,9 +589,11 @@ func library(class string) string {
 }
 
 // namespaces are the packages of a JAR's own code: those of its entry
-// points, cut to their first four segments (org/apache/flink/connector,
-// com/acme/jobs). Code a JAR bundles from elsewhere lies outside them,
-// relocated or not (Kafka's clients in the fat SQL connector, at
+// points, cut to their first three segments, the project's (org/apache/flink,
+// com/acme/jobs): a connector's factories in org.apache.flink.streaming
+// and its sources in org.apache.flink.connector are one project's code.
+// Code a JAR bundles from elsewhere lies outside them, relocated or not
+// (Kafka's clients in the fat SQL connector, at
 // org/apache/flink/kafka/shaded/...); a package with a segment named
 // "shaded" or "shade" (Paimon's relocations) is never a JAR's own.
 type namespaces map[string]bool
@@ -601,7 +603,7 @@ func namespace(class string) (string, bool) {
 	if slices.Contains(parts, "shaded") || slices.Contains(parts, "shade") {
 		return "", false
 	}
-	return strings.Join(parts[:min(4, len(parts))], "/"), true
+	return strings.Join(parts[:min(3, len(parts))], "/"), true
 }
 
 func (n namespaces) add(class string) {
@@ -717,6 +719,12 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			}
 			if e := r.load(j.loader, owner); e.missing != "" {
 				classFailed(e, false)
+				continue
+			}
+			if !own.has(c.Name) && !own.has(owner) && j.loader.Find(owner) == j.archive {
+				// Bundled code calling bundled code of the same JAR (Paimon's
+				// shaded ORC and Parquet): a disagreement inside the JAR
+				// fails on every host, it is not the host's doing.
 				continue
 			}
 			found, looked := r.lookup(j.loader, ref)
