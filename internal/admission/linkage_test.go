@@ -235,6 +235,33 @@ func TestLinkageHostPackageGone(t *testing.T) {
 	}
 }
 
+// A JAR's own code is its entry points' project: a thin connector whose
+// factory lies in org.apache.flink.streaming reaches its metrics code in
+// org.apache.flink.connector, which uses the absent client library its
+// sink is built on. Bundled code (under a "shaded" package) calling a
+// member of bundled code of the same JAR that is not there is the JAR's own
+// disagreement, quiet.
+func TestLinkageOwnProject(t *testing.T) {
+	factoryClass := testkit.Class{Name: "org/apache/flink/streaming/connectors/x/table/XFactory",
+		News: []string{"org/apache/flink/connector/x/MetricUtil", "org/apache/flink/connector/x/XHeader", "org/apache/flink/x/shaded/lib/A"}}
+	metrics := testkit.Class{Name: "org/apache/flink/connector/x/MetricUtil", News: []string{"org/apache/kafka/common/Metric"}}
+	header := testkit.Class{Name: "org/apache/flink/connector/x/XHeader", Interfaces: []string{"org/apache/kafka/common/header/Header"}}
+	a := testkit.Class{Name: "org/apache/flink/x/shaded/lib/A", Calls: []testkit.Call{{Owner: "org/apache/flink/x/shaded/lib/B", Name: "gone", Descriptor: "()V"}}}
+	b := testkit.Class{Name: "org/apache/flink/x/shaded/lib/B"}
+	f := deepFacts(t, []jarBytes{
+		connector("/opt/flink/lib/x.jar", []testkit.Class{factoryClass, metrics, header, a, b}, map[string][]string{factory: {"org.apache.flink.streaming.connectors.x.table.XFactory"}}),
+		dist(),
+	}, nil)
+	got := symbols(decideDeep(t, f))
+	want := []string{
+		"linkage-class warning class org/apache/flink/connector/x/MetricUtil -> org/apache/kafka/common/Metric.",
+		"linkage-class warning class org/apache/flink/connector/x/XHeader -> org/apache/kafka/common/header/Header.",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestShadowing(t *testing.T) {
 	same := testkit.Class{Name: "org/apache/flink/connector/base/Shared"}
 	differs := testkit.Class{Name: "org/apache/flink/Base", Methods: []testkit.Member{m("other", "()V")}}
