@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"encoding/xml"
 	"fmt"
 	"path"
 	"slices"
@@ -790,19 +789,10 @@ func hostAPI(class string) bool {
 	return true
 }
 
-// pom is the part of an embedded pom.xml the linkage rules read.
-type pom struct {
-	Dependencies []struct {
-		Group    string `xml:"groupId"`
-		Scope    string `xml:"scope"`
-		Optional string `xml:"optional"`
-	} `xml:"dependencies>dependency"`
-}
-
-// runtimeGroups are the groups (as package paths: org/apache/kafka) of the
+// runtimeGroups are the groups (as package paths: org/apache/kafka/) of the
 // libraries a JAR's own POM (the embedded pom.xml of the artifact its file
 // name starts with) needs at run time: compile or runtime scope, not
-// optional. ok is false when the JAR embeds no readable POM of its own.
+// optional. ok is false when the JAR embeds no POM of its own.
 func runtimeGroups(j *deepJAR) (groups []string, ok bool) {
 	base, best := path.Base(j.jar.Path), ""
 	for _, p := range j.archive.POMs {
@@ -818,14 +808,55 @@ func runtimeGroups(j *deepJAR) (groups []string, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	var m pom
-	if err := xml.Unmarshal(data, &m); err != nil {
-		return nil, false
+	return pomRuntimeGroups(string(data), strings.Split(best, "/")[2]), true
+}
+
+// pomRuntimeGroups reads the project's own <dependencies> of a pom.xml:
+// the group of each dependency of compile or runtime scope, not optional,
+// as a package path; own replaces ${...} groups. A scan of the elements
+// it needs, not an XML parser: the entrypoint links no encoding/xml, and
+// what a malformed POM yields is only fewer groups (FuzzPOMRuntimeGroups).
+func pomRuntimeGroups(pom, own string) []string {
+	// The sections whose <dependency> elements are not the project's own.
+	for _, sec := range []string{"!--", "dependencyManagement", "build", "profiles", "reporting", "exclusions"} {
+		open, end := "<"+sec, "</"+sec+">"
+		if sec == "!--" {
+			end = "-->"
+		}
+		var b strings.Builder
+		rest := pom
+		for {
+			before, after, found := strings.Cut(rest, open)
+			b.WriteString(before)
+			if !found {
+				break
+			}
+			_, rest, found = strings.Cut(after, end)
+			if !found {
+				break
+			}
+		}
+		pom = b.String()
 	}
-	own := strings.Split(best, "/")[2]
-	for _, d := range m.Dependencies {
-		scope, g := strings.TrimSpace(d.Scope), strings.TrimSpace(d.Group)
-		if (scope != "" && scope != "compile" && scope != "runtime") || strings.TrimSpace(d.Optional) == "true" {
+	text := func(block, name string) string {
+		_, v, ok := strings.Cut(block, "<"+name+">")
+		if !ok {
+			return ""
+		}
+		v, _, _ = strings.Cut(v, "</"+name+">")
+		return strings.TrimSpace(v)
+	}
+	var groups []string
+	rest := pom
+	for {
+		_, after, found := strings.Cut(rest, "<dependency>")
+		if !found {
+			return groups
+		}
+		block, next, _ := strings.Cut(after, "</dependency>")
+		rest = next
+		scope, g := text(block, "scope"), text(block, "groupId")
+		if (scope != "" && scope != "compile" && scope != "runtime") || text(block, "optional") == "true" || g == "" {
 			continue
 		}
 		if strings.HasPrefix(g, "${") {
@@ -833,7 +864,6 @@ func runtimeGroups(j *deepJAR) (groups []string, ok bool) {
 		}
 		groups = append(groups, strings.ReplaceAll(g, ".", "/")+"/")
 	}
-	return groups, true
 }
 
 // declares says whether one of groups covers class.

@@ -337,3 +337,52 @@ func TestDescriptorParams(t *testing.T) {
 		t.Fatalf("%v %v", got, ok)
 	}
 }
+
+const samplePOM = `<?xml version="1.0"?>
+<project>
+  <groupId>org.apache.paimon</groupId>
+  <dependencyManagement><dependencies>
+    <dependency><groupId>com.managed</groupId><artifactId>m</artifactId></dependency>
+  </dependencies></dependencyManagement>
+  <dependencies>
+    <!-- <dependency><groupId>com.commented</groupId></dependency> -->
+    <dependency>
+      <groupId>${project.groupId}</groupId><artifactId>paimon-flink-common</artifactId>
+      <exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions>
+    </dependency>
+    <dependency><artifactId>kafka-clients</artifactId><groupId> org.apache.kafka </groupId><scope>runtime</scope></dependency>
+    <dependency><groupId>org.apache.flink</groupId><scope>provided</scope></dependency>
+    <dependency><groupId>com.ververica</groupId><optional>true</optional></dependency>
+    <dependency><groupId>org.junit</groupId><scope>test</scope></dependency>
+  </dependencies>
+  <build><plugins><plugin><dependencies>
+    <dependency><groupId>com.plugin</groupId></dependency>
+  </dependencies></plugin></plugins></build>
+</project>`
+
+func TestPOMRuntimeGroups(t *testing.T) {
+	got := pomRuntimeGroups(samplePOM, "org.apache.paimon")
+	want := []string{"org/apache/paimon/", "org/apache/kafka/"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// FuzzPOMRuntimeGroups: any bytes give at most one group per <dependency>,
+// each a package path, and never a panic or a hang.
+func FuzzPOMRuntimeGroups(f *testing.F) {
+	f.Add(samplePOM)
+	f.Add("<dependency><groupId>a</groupId>")
+	f.Add("<!--<dependency>")
+	f.Fuzz(func(t *testing.T, pom string) {
+		got := pomRuntimeGroups(pom, "own.group")
+		if len(got) > strings.Count(pom, "<dependency>") {
+			t.Fatalf("%d groups from %d <dependency> elements", len(got), strings.Count(pom, "<dependency>"))
+		}
+		for _, g := range got {
+			if !strings.HasSuffix(g, "/") || strings.Contains(g, ".") || g == "/" {
+				t.Fatalf("group %q", g)
+			}
+		}
+	})
+}
