@@ -243,8 +243,8 @@ type resolver struct {
 	cp       *Classpath
 	packages map[string]bool // packages some JAR on the classpath provides
 	maxMajor int
-	line     string             // the host's Flink line, for the fix
-	loads    map[loadKey]string // class -> the class in its hierarchy that does not load ("" when it loads)
+	line     string           // the host's Flink line, for the fix
+	loads    map[loadKey]edge // class -> the first edge of its hierarchy to a missing class (zero when it loads)
 }
 
 type loadKey struct {
@@ -294,41 +294,50 @@ func element(name string) (string, bool) {
 	return "", false // an array of primitives
 }
 
-// load resolves a class through l and says which class of its hierarchy
-// does not load ("" when all do); jdkFound reports a JDK class.
-func (r *resolver) load(l *Loader, name string) (missing string) {
+// edge is why a class does not load, as the JVM's NoClassDefFoundError
+// names it: the class with no class file (missing) and the class whose
+// superclass, interface or instruction names it (from; "" when the class
+// asked for is itself the missing one, so the caller is the namer).
+type edge struct{ from, missing string }
+
+// load resolves a class through l and returns the first edge of its
+// hierarchy (superclass first, then interfaces, depth first) to a class
+// with no class file; the zero edge when every class of it loads.
+func (r *resolver) load(l *Loader, name string) edge {
 	if jdk(name) {
-		return ""
+		return edge{}
 	}
 	k := loadKey{l, name}
-	if m, ok := r.loads[k]; ok {
-		return m
+	if e, ok := r.loads[k]; ok {
+		return e
 	}
 	if r.loads == nil {
-		r.loads = map[loadKey]string{}
+		r.loads = map[loadKey]edge{}
 	}
-	r.loads[k] = "" // a cycle is the JVM's ClassCircularityError, not ours to report
+	r.loads[k] = edge{} // a cycle is the JVM's ClassCircularityError, not ours to report
 	a := l.Find(name)
 	if a == nil {
-		r.loads[k] = name
-		return name
+		r.loads[k] = edge{missing: name}
+		return r.loads[k]
 	}
 	c, err := r.cp.Class(a, name)
 	if err != nil {
-		r.loads[k] = ""
-		return "" // an unreadable class is layout-unreadable's business, not linkage's
+		return edge{} // an unreadable class is layout-unreadable's business, not linkage's
 	}
 	dl := r.cp.loaderOf(a)
 	for _, s := range append([]string{c.Super}, c.Interfaces...) {
 		if s == "" {
 			continue
 		}
-		if m := r.load(dl, s); m != "" {
-			r.loads[k] = m
-			return m
+		if e := r.load(dl, s); e.missing != "" {
+			if e.from == "" {
+				e.from = name
+			}
+			r.loads[k] = e
+			return e
 		}
 	}
-	return ""
+	return edge{}
 }
 
 // class returns the class l resolves name to, parsed, with its defining
@@ -579,19 +588,21 @@ func library(class string) string {
 }
 
 // namespaces are the packages of a JAR's own code: those of its entry
-// points, cut to their first four segments (org/apache/flink/connector,
-// com/acme/jobs). Code a JAR bundles from elsewhere lies outside them,
-// relocated or not (Kafka's clients in the fat SQL connector, at
+// points, cut to their first three segments, the project's (org/apache/flink,
+// com/acme/jobs): a connector's factories in org.apache.flink.streaming
+// and its sources in org.apache.flink.connector are one project's code.
+// Code a JAR bundles from elsewhere lies outside them, relocated or not
+// (Kafka's clients in the fat SQL connector, at
 // org/apache/flink/kafka/shaded/...); a package with a segment named
-// "shaded" is never a JAR's own.
+// "shaded" or "shade" (Paimon's relocations) is never a JAR's own.
 type namespaces map[string]bool
 
 func namespace(class string) (string, bool) {
 	parts := strings.Split(pkg(class), "/")
-	if slices.Contains(parts, "shaded") {
+	if slices.Contains(parts, "shaded") || slices.Contains(parts, "shade") {
 		return "", false
 	}
-	return strings.Join(parts[:min(4, len(parts))], "/"), true
+	return strings.Join(parts[:min(3, len(parts))], "/"), true
 }
 
 func (n namespaces) add(class string) {
@@ -622,34 +633,53 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 		library string
 	}
 	var absent []pending
+	reported := map[edge]bool{}
+	groups, hasPOM := runtimeGroups(j)
 	r.reachable(j, func(c *classfile.Class, own namespaces) {
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
 			newer = append(newer, c)
 		}
-		seen := map[string]bool{}
-		classFailed := func(owner, missing string) {
-			if seen[owner] {
+		// classFailed reports e; super says c names the class as its
+		// superclass or an interface (else an instruction of c names it).
+		classFailed := func(e edge, super bool) {
+			if e.from == "" {
+				e.from = c.Name
+			} else {
+				super = true // a supertype deeper in the hierarchy
+			}
+			missing := e.missing
+			provided := r.packages[pkg(missing)] || hostAPI(missing)
+			if !provided && (!own.has(c.Name) || r.cp.clusterProvided(missing) || (hasPOM && !declares(groups, missing))) {
+				// Bundled code's, the cluster's, or a library the JAR's own
+				// POM does not say it needs at run time (provided or
+				// optional: the user adds it, Paimon's CDC actions): it fails
+				// where the JAR belongs too.
 				return
 			}
-			seen[owner] = true
-			provided := r.packages[pkg(missing)]
-			if !provided && (!own.has(c.Name) || r.cp.clusterProvided(missing)) {
-				return // bundled code's, or the cluster's: it fails where the JAR belongs too
+			if reported[e] {
+				return
+			}
+			reported[e] = true
+			in := j.jar.Path // the JAR of the class naming the missing one
+			if e.from != c.Name {
+				if a := j.loader.Find(e.from); a != nil {
+					in = a.Path
+				}
 			}
 			found := "no " + javaName(missing) + " in " + j.loader.Searched(missing) + " or the JDK"
-			if owner != missing {
-				found = "its supertype " + javaName(missing) + " is in none of " + j.loader.Searched(missing) + ", nor the JDK"
+			msg := simpleName(e.from) + " uses " + javaName(missing) + ", which has no class file on the classpath"
+			if super {
+				msg = simpleName(e.from) + " does not load: its supertype " + javaName(missing) + " has no class file on the classpath"
 			}
-			msg := simpleName(c.Name) + " uses " + javaName(owner) + ", which does not load"
-			if owner == c.Name {
-				msg = simpleName(c.Name) + " does not load"
+			if e.from != c.Name {
+				msg += " (reached from " + simpleName(c.Name) + ")"
 			}
-			f := Finding{Severity: j.sev, Path: j.jar.Path,
+			f := Finding{Severity: j.sev, Path: in,
 				Message:  msg,
 				Found:    found,
-				Required: javaName(missing) + " on the classpath, as " + path.Base(j.jar.Path) + " was built against it",
+				Required: javaName(missing) + " on the classpath, as " + path.Base(in) + " was built against it",
 				Fix:      fix,
-				Symbol:   &Symbol{Kind: SymClass, From: c.Name, Owner: owner, JAR: j.jar.Path}}
+				Symbol:   &Symbol{Kind: SymClass, From: e.from, Owner: missing, JAR: in}}
 			if provided {
 				out.class = append(out.class, f)
 				return
@@ -661,19 +691,24 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			f.Severity = Warning
 			absent = append(absent, pending{f, library(missing)})
 		}
-		if m := r.load(j.loader, c.Name); m != "" {
-			if !r.packages[pkg(m)] && own.has(c.Name) && !r.cp.clusterProvided(m) {
-				required[library(m)] = true
+		for _, s := range append([]string{c.Super}, c.Interfaces...) {
+			if s == "" {
+				continue
 			}
-			classFailed(c.Name, m)
+			if e := r.load(j.loader, s); e.missing != "" {
+				if !r.packages[pkg(e.missing)] && !hostAPI(e.missing) && own.has(c.Name) && !r.cp.clusterProvided(e.missing) {
+					required[library(e.missing)] = true
+				}
+				classFailed(e, true)
+			}
 		}
 		for _, k := range c.Classes {
 			e, ok := element(k)
 			if !ok {
 				continue
 			}
-			if m := r.load(j.loader, e); m != "" {
-				classFailed(e, m)
+			if ed := r.load(j.loader, e); ed.missing != "" {
+				classFailed(ed, false)
 			}
 		}
 		for _, ref := range c.Refs {
@@ -681,8 +716,14 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			if !ok || owner != ref.Owner {
 				continue // a member of an array type: clone() and Object's
 			}
-			if m := r.load(j.loader, owner); m != "" {
-				classFailed(owner, m)
+			if e := r.load(j.loader, owner); e.missing != "" {
+				classFailed(e, false)
+				continue
+			}
+			if !own.has(c.Name) && !own.has(owner) && j.loader.Find(owner) == j.archive {
+				// Bundled code calling bundled code of the same JAR (Paimon's
+				// shaded ORC and Parquet): a disagreement inside the JAR
+				// fails on every host, it is not the host's doing.
 				continue
 			}
 			found, looked := r.lookup(j.loader, ref)
@@ -728,6 +769,106 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			Fix:      "use a build of " + path.Base(j.jar.Path) + " compiled for the host's Java, or a Flink image with a newer JDK",
 			Symbol:   &Symbol{Kind: SymVersion, From: c.Name, Owner: c.Name, JAR: j.jar.Path}})
 	}
+}
+
+// hostAPI: a class of Flink's own API and runtime (org.apache.flink outside
+// the connector and format namespaces, which are artifacts of their own,
+// and outside the planner, which lib never sees): its package gone from
+// the host is the host's API changing under the JAR (Flink 2 dropped
+// org.apache.flink.table.api.constraints), not an optional library left out.
+func hostAPI(class string) bool {
+	if !strings.HasPrefix(class, "org/apache/flink/") || slices.Contains(strings.Split(pkg(class), "/"), "shaded") {
+		return false
+	}
+	for _, p := range []string{"org/apache/flink/connector/", "org/apache/flink/connectors/", "org/apache/flink/streaming/connectors/",
+		"org/apache/flink/formats/", "org/apache/flink/table/planner/"} {
+		if strings.HasPrefix(class, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// runtimeGroups are the groups (as package paths: org/apache/kafka/) of the
+// libraries a JAR's own POM (the embedded pom.xml of the artifact its file
+// name starts with) needs at run time: compile or runtime scope, not
+// optional. ok is false when the JAR embeds no POM of its own.
+func runtimeGroups(j *deepJAR) (groups []string, ok bool) {
+	base, best := path.Base(j.jar.Path), ""
+	for _, p := range j.archive.POMs {
+		parts := strings.Split(p, "/") // META-INF/maven/<group>/<artifact>/pom.xml
+		if len(parts) == 5 && strings.HasPrefix(base, parts[3]+"-") && len(p) > len(best) {
+			best = p
+		}
+	}
+	if best == "" {
+		return nil, false
+	}
+	data, err := j.archive.File(best)
+	if err != nil {
+		return nil, false
+	}
+	return pomRuntimeGroups(string(data), strings.Split(best, "/")[2]), true
+}
+
+// pomRuntimeGroups reads the project's own <dependencies> of a pom.xml:
+// the group of each dependency of compile or runtime scope, not optional,
+// as a package path; own replaces ${...} groups. A scan of the elements
+// it needs, not an XML parser: the entrypoint links no encoding/xml, and
+// what a malformed POM yields is only fewer groups (FuzzPOMRuntimeGroups).
+func pomRuntimeGroups(pom, own string) []string {
+	// The sections whose <dependency> elements are not the project's own.
+	for _, sec := range []string{"!--", "dependencyManagement", "build", "profiles", "reporting", "exclusions"} {
+		open, end := "<"+sec, "</"+sec+">"
+		if sec == "!--" {
+			end = "-->"
+		}
+		var b strings.Builder
+		rest := pom
+		for {
+			before, after, found := strings.Cut(rest, open)
+			b.WriteString(before)
+			if !found {
+				break
+			}
+			_, rest, found = strings.Cut(after, end)
+			if !found {
+				break
+			}
+		}
+		pom = b.String()
+	}
+	text := func(block, name string) string {
+		_, v, ok := strings.Cut(block, "<"+name+">")
+		if !ok {
+			return ""
+		}
+		v, _, _ = strings.Cut(v, "</"+name+">")
+		return strings.TrimSpace(v)
+	}
+	var groups []string
+	rest := pom
+	for {
+		_, after, found := strings.Cut(rest, "<dependency>")
+		if !found {
+			return groups
+		}
+		block, next, _ := strings.Cut(after, "</dependency>")
+		rest = next
+		scope, g := text(block, "scope"), text(block, "groupId")
+		if (scope != "" && scope != "compile" && scope != "runtime") || text(block, "optional") == "true" || g == "" {
+			continue
+		}
+		if strings.HasPrefix(g, "${") {
+			g = own // ${project.groupId}
+		}
+		groups = append(groups, strings.ReplaceAll(g, ".", "/")+"/")
+	}
+}
+
+// declares says whether one of groups covers class.
+func declares(groups []string, class string) bool {
+	return slices.ContainsFunc(groups, func(g string) bool { return strings.HasPrefix(class, g) })
 }
 
 // fixFor names what to install instead: the JAR's Maven coordinates

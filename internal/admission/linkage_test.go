@@ -127,16 +127,32 @@ func TestLinkageResolvesAsTheJVM(t *testing.T) {
 	}
 }
 
+// A class that does not link is reported once, at the edge the JVM's
+// NoClassDefFoundError names: the class with no class file and the class
+// whose superclass or interface names it. The classes that fail to load
+// because of it (XSink's users) are no findings of their own.
 func TestLinkageSupertypeMissing(t *testing.T) {
-	entry := testkit.Class{Name: "org/apache/flink/connector/x/XSink", Super: "org/apache/flink/api/TwoPhaseSink"}
+	entry := testkit.Class{Name: "org/apache/flink/connector/x/XSink", Super: "org/apache/flink/api/TwoPhaseSink",
+		Interfaces: []string{"org/apache/flink/api/Sink", "org/apache/flink/api/StatefulSink"}}
+	user := testkit.Class{Name: "org/apache/flink/connector/x/XFactory", News: []string{"org/apache/flink/connector/x/XSink"}}
+	builder := testkit.Class{Name: "org/apache/flink/connector/x/XBuilder", News: []string{"org/apache/flink/connector/x/XSink"}}
 	f := deepFacts(t, []jarBytes{
-		connector("/opt/flink/lib/x.jar", []testkit.Class{entry}, map[string][]string{factory: {"org.apache.flink.connector.x.XSink"}}),
+		connector("/opt/flink/lib/x.jar", []testkit.Class{entry, user, builder}, map[string][]string{factory: {"org.apache.flink.connector.x.XFactory", "org.apache.flink.connector.x.XBuilder"}}),
 		dist(testkit.Class{Name: "org/apache/flink/api/Sink"}),
 	}, nil)
-	got := decideDeep(t, f)
-	if len(got) != 1 || got[0].Rule != "linkage-class" || got[0].Symbol.Owner != "org/apache/flink/connector/x/XSink" ||
-		!strings.Contains(got[0].Found, "org.apache.flink.api.TwoPhaseSink") {
-		t.Fatalf("got %v", got)
+	got := symbols(decideDeep(t, f))
+	want := []string{
+		"linkage-class warning class org/apache/flink/connector/x/XSink -> org/apache/flink/api/StatefulSink.",
+		"linkage-class warning class org/apache/flink/connector/x/XSink -> org/apache/flink/api/TwoPhaseSink.",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, fd := range decideDeep(t, f) {
+		if fd.Symbol.JAR != "/opt/flink/lib/x.jar" || fd.Path != "/opt/flink/lib/x.jar" ||
+			!strings.Contains(fd.Found, javaName(fd.Symbol.Owner)) || !strings.Contains(fd.Message, "XSink does not load") {
+			t.Errorf("finding %s (symbol %+v)", fd.Text(), *fd.Symbol)
+		}
 	}
 }
 
@@ -155,8 +171,7 @@ func TestLinkageMissingDependency(t *testing.T) {
 	}
 	got := symbols(decideDeep(t, deepFacts(t, jar(own, callback, bundled), nil)))
 	want := []string{
-		"linkage-class warning class org/apache/flink/connector/x/XCallback -> org/apache/flink/connector/x/XCallback.",
-		"linkage-class warning class org/apache/flink/connector/x/XSource -> org/apache/flink/connector/x/XCallback.",
+		"linkage-class warning class org/apache/flink/connector/x/XCallback -> org/apache/kafka/clients/Callback.",
 		"linkage-class warning class org/apache/flink/connector/x/XSource -> org/apache/kafka/clients/Consumer.",
 	}
 	if !slices.Equal(got, want) {
@@ -166,6 +181,84 @@ func TestLinkageMissingDependency(t *testing.T) {
 	own.News = slices.DeleteFunc(own.News, func(n string) bool { return n == "org/apache/flink/connector/x/XCallback" })
 	if got := symbols(decideDeep(t, deepFacts(t, jar(own, bundled), nil))); len(got) != 0 {
 		t.Fatalf("optional paths reported: %v", got)
+	}
+}
+
+// A JAR that embeds its own POM says which libraries it needs at run time:
+// an absent library its POM declares with compile scope is reported, one it
+// declares provided or not at all (Paimon's Kafka and CDC actions, which
+// the user adds) stays quiet, as does code relocated under a "shade"
+// package (Paimon's Netty naming BlockHound).
+func TestLinkageMissingDependencyPOM(t *testing.T) {
+	own := testkit.Class{Name: "org/apache/paimon/flink/kafka/KafkaSinkFunction", Super: "org/apache/flink/streaming/connectors/kafka/FlinkKafkaProducer",
+		News: []string{"org/apache/paimon/flink/cdc/Sync", "org/apache/paimon/shade/netty4/io/netty/Hidden"}}
+	sync := testkit.Class{Name: "org/apache/paimon/flink/cdc/Sync", Interfaces: []string{"com/ververica/cdc/debezium/Schema"}, News: []string{"com/acme/client/Client"}}
+	relocated := testkit.Class{Name: "org/apache/paimon/shade/netty4/io/netty/Hidden", Interfaces: []string{"reactor/blockhound/integration/BlockHoundIntegration"}}
+	pomXML := func(deps string) []byte {
+		return []byte(`<?xml version="1.0"?><project><groupId>org.apache.paimon</groupId><artifactId>paimon-flink-1.18</artifactId><dependencies>` + deps + `</dependencies></project>`)
+	}
+	facts := func(deps string) *Facts {
+		services := map[string][]string{factory: {"org.apache.paimon.flink.kafka.KafkaSinkFunction"}, "reactor.blockhound.integration.BlockHoundIntegration": {"org.apache.paimon.shade.netty4.io.netty.Hidden"}}
+		jar := testkit.ClassJAR("", []testkit.Class{own, sync, relocated}, services,
+			testkit.Entry{Name: "META-INF/maven/org.apache.paimon/paimon-flink-1.18/pom.xml", Data: pomXML(deps)},
+			testkit.Entry{Name: "META-INF/maven/com.acme/other/pom.xml", Data: pomXML(`<dependency><groupId>com.ververica</groupId></dependency>`)})
+		return deepFacts(t, []jarBytes{{"/opt/flink/lib/paimon-flink-1.18-0.8.2.jar", jar}, dist()}, nil)
+	}
+	quiet := `<dependency><groupId>org.apache.flink</groupId><artifactId>flink-connector-kafka</artifactId><scope>provided</scope></dependency>` +
+		`<dependency><groupId>com.ververica</groupId><artifactId>cdc</artifactId><optional>true</optional></dependency>` +
+		`<dependency><groupId>${project.groupId}</groupId><artifactId>paimon-flink-common</artifactId></dependency>`
+	if got := symbols(decideDeep(t, facts(quiet))); len(got) != 0 {
+		t.Fatalf("libraries the POM leaves to the user reported: %v", got)
+	}
+	got := symbols(decideDeep(t, facts(quiet+`<dependency><groupId>com.ververica</groupId><artifactId>cdc-debezium</artifactId><scope>compile</scope></dependency>`)))
+	want := []string{"linkage-class warning class org/apache/paimon/flink/cdc/Sync -> com/ververica/cdc/debezium/Schema."}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A package of Flink's own API that the host no longer has at all (Flink 2
+// dropped org.apache.flink.table.api.constraints) is the host's API
+// changing, reported whether or not the JAR's classes are built on it; a
+// connector's package that nothing provides is a library left out.
+func TestLinkageHostPackageGone(t *testing.T) {
+	entry := testkit.Class{Name: "org/apache/iceberg/flink/FlinkCatalog",
+		News: []string{"org/apache/flink/table/api/constraints/UniqueConstraint", "org/apache/flink/streaming/connectors/kafka/FlinkKafkaProducer"}}
+	f := deepFacts(t, []jarBytes{
+		connector("/opt/flink/lib/iceberg-flink-runtime-1.18-1.5.2.jar", []testkit.Class{entry}, map[string][]string{factory: {"org.apache.iceberg.flink.FlinkCatalog"}}),
+		dist(),
+	}, nil)
+	got := symbols(decideDeep(t, f))
+	want := []string{"linkage-class warning class org/apache/iceberg/flink/FlinkCatalog -> org/apache/flink/table/api/constraints/UniqueConstraint."}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A JAR's own code is its entry points' project: a thin connector whose
+// factory lies in org.apache.flink.streaming reaches its metrics code in
+// org.apache.flink.connector, which uses the absent client library its
+// sink is built on. Bundled code (under a "shaded" package) calling a
+// member of bundled code of the same JAR that is not there is the JAR's own
+// disagreement, quiet.
+func TestLinkageOwnProject(t *testing.T) {
+	factoryClass := testkit.Class{Name: "org/apache/flink/streaming/connectors/x/table/XFactory",
+		News: []string{"org/apache/flink/connector/x/MetricUtil", "org/apache/flink/connector/x/XHeader", "org/apache/flink/x/shaded/lib/A"}}
+	metrics := testkit.Class{Name: "org/apache/flink/connector/x/MetricUtil", News: []string{"org/apache/kafka/common/Metric"}}
+	header := testkit.Class{Name: "org/apache/flink/connector/x/XHeader", Interfaces: []string{"org/apache/kafka/common/header/Header"}}
+	a := testkit.Class{Name: "org/apache/flink/x/shaded/lib/A", Calls: []testkit.Call{{Owner: "org/apache/flink/x/shaded/lib/B", Name: "gone", Descriptor: "()V"}}}
+	b := testkit.Class{Name: "org/apache/flink/x/shaded/lib/B"}
+	f := deepFacts(t, []jarBytes{
+		connector("/opt/flink/lib/x.jar", []testkit.Class{factoryClass, metrics, header, a, b}, map[string][]string{factory: {"org.apache.flink.streaming.connectors.x.table.XFactory"}}),
+		dist(),
+	}, nil)
+	got := symbols(decideDeep(t, f))
+	want := []string{
+		"linkage-class warning class org/apache/flink/connector/x/MetricUtil -> org/apache/kafka/common/Metric.",
+		"linkage-class warning class org/apache/flink/connector/x/XHeader -> org/apache/kafka/common/header/Header.",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -243,4 +336,53 @@ func TestDescriptorParams(t *testing.T) {
 	if !ok || strings.Join(got, ", ") != "FutureCompletingBlockingQueue, Supplier, int[][], long, boolean" {
 		t.Fatalf("%v %v", got, ok)
 	}
+}
+
+const samplePOM = `<?xml version="1.0"?>
+<project>
+  <groupId>org.apache.paimon</groupId>
+  <dependencyManagement><dependencies>
+    <dependency><groupId>com.managed</groupId><artifactId>m</artifactId></dependency>
+  </dependencies></dependencyManagement>
+  <dependencies>
+    <!-- <dependency><groupId>com.commented</groupId></dependency> -->
+    <dependency>
+      <groupId>${project.groupId}</groupId><artifactId>paimon-flink-common</artifactId>
+      <exclusions><exclusion><groupId>*</groupId><artifactId>*</artifactId></exclusion></exclusions>
+    </dependency>
+    <dependency><artifactId>kafka-clients</artifactId><groupId> org.apache.kafka </groupId><scope>runtime</scope></dependency>
+    <dependency><groupId>org.apache.flink</groupId><scope>provided</scope></dependency>
+    <dependency><groupId>com.ververica</groupId><optional>true</optional></dependency>
+    <dependency><groupId>org.junit</groupId><scope>test</scope></dependency>
+  </dependencies>
+  <build><plugins><plugin><dependencies>
+    <dependency><groupId>com.plugin</groupId></dependency>
+  </dependencies></plugin></plugins></build>
+</project>`
+
+func TestPOMRuntimeGroups(t *testing.T) {
+	got := pomRuntimeGroups(samplePOM, "org.apache.paimon")
+	want := []string{"org/apache/paimon/", "org/apache/kafka/"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// FuzzPOMRuntimeGroups: any bytes give at most one group per <dependency>,
+// each a package path, and never a panic or a hang.
+func FuzzPOMRuntimeGroups(f *testing.F) {
+	f.Add(samplePOM)
+	f.Add("<dependency><groupId>a</groupId>")
+	f.Add("<!--<dependency>")
+	f.Fuzz(func(t *testing.T, pom string) {
+		got := pomRuntimeGroups(pom, "own.group")
+		if len(got) > strings.Count(pom, "<dependency>") {
+			t.Fatalf("%d groups from %d <dependency> elements", len(got), strings.Count(pom, "<dependency>"))
+		}
+		for _, g := range got {
+			if !strings.HasSuffix(g, "/") || strings.Contains(g, ".") || g == "/" {
+				t.Fatalf("group %q", g)
+			}
+		}
+	})
 }
