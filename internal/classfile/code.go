@@ -194,6 +194,9 @@ func (p *parser) bootstrapUse(i, depth int) {
 // insn names the constant an instruction of the static initializer uses.
 func (p *parser) insn(op byte, idx int) Insn {
 	in := Insn{Op: op}
+	if idx <= 0 || idx >= len(p.cp) {
+		return in // use has refused the index already
+	}
 	switch k := p.cp[idx]; k.tag {
 	case tagString:
 		in.String = p.utf8(int(k.a))
