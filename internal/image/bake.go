@@ -186,7 +186,14 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w: %w", ErrConfig, err)
 	}
-	res, err := decide(ctx, bakedCfg, bc, merge(append(facts[:len(facts):len(facts)], top)))
+	all := append(facts[:len(facts):len(facts)], top)
+	v := merge(all)
+	d, err := opt.Read.deep(ctx, img, bakedCfg, bc, all, v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
+	}
+	defer d.Close()
+	res, err := decide(ctx, bakedCfg, bc, v, d)
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}

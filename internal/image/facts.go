@@ -440,6 +440,11 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 		}
 		ra = s.spool
 	}
+	return jarFactsOf(ra, size, p), nil
+}
+
+// jarFactsOf reads the JAR in ra, size bytes long, as the JAR at p.
+func jarFactsOf(ra io.ReaderAt, size int64, p string) *jarFacts {
 	j := payload.Read(ra, size, p, payload.Options{Properties: true})
 	f := toFacts(j)
 	if j.Err != nil {
@@ -447,5 +452,5 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 			f.NoProps = toFacts(k)
 		}
 	}
-	return f, nil
+	return f
 }

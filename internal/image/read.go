@@ -37,6 +37,24 @@ type VerifyOptions struct {
 	TempDir string
 	// Workers is the number of layers read at once; 0: 2.
 	Workers int
+
+	// Deep runs the deep check as well (shadowing, linkage-*,
+	// bytecode-version): the layers that hold the JARs of lib and usrlib
+	// the merged image ends with are read again (also when the cache knew
+	// their facts), those JARs copied to a private temporary directory
+	// below TempDir (removed before Verify or Bake returns), and their
+	// classes judged by the same code and rules as `streamfusion check`
+	// on a directory. An image whose config sets STREAMFUSION_LINKAGE=true
+	// is checked deep whatever Deep says, as its entrypoint would be at
+	// start. Images beyond the deep check's bounds fail with ErrDeepLimit.
+	Deep bool
+	// JobJARs are JARs of this machine placed into the image's usrlib for
+	// the check, as a session job's JAR is loaded (child-first over lib);
+	// they imply Deep. Every rule judges them as files of usrlib, so the
+	// verdict is about the image with these JARs, not about the image:
+	// two checks of one image digest with different job JARs can differ,
+	// and a cache of verdicts must key them by the JARs' contents too.
+	JobJARs []JobJAR
 }
 
 // countingReader reports the bytes read through it, at most every MiB.
