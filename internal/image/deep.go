@@ -245,7 +245,9 @@ func (o VerifyOptions) copyJARs(ctx context.Context, d *deepFS, layers []v1.Laye
 	if dg, err := layers[i].Digest(); err == nil {
 		name = dg.String()
 	}
-	fail := func(err error) error { return fmt.Errorf("layer %d of %d (%s), the deep check's reading: %w", i+1, len(layers), name, err) }
+	fail := func(err error) error {
+		return fmt.Errorf("layer %d of %d (%s), the deep check's reading: %w", i+1, len(layers), name, err)
+	}
 	u := Update{Op: "classes", Layer: i + 1, Layers: len(layers), Digest: name}
 	if size, err := layers[i].Size(); err == nil {
 		u.Total = size
