@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -56,7 +57,6 @@ type JobJAR struct {
 type deepFS struct {
 	memfs.FS
 	files map[string]diskFile // resolved name -> its bytes
-	dir   string              // the private temporary directory; "" when none was made
 }
 
 type diskFile struct {
@@ -66,12 +66,69 @@ type diskFile struct {
 
 var _ fs.ReadLinkFS = (*deepFS)(nil)
 
-// Close removes the copies.
-func (d *deepFS) Close() error {
-	if d == nil || d.dir == "" {
+// keeper keeps, while the layers are read for their facts, a copy of
+// every JAR read (a layer's first entry of a name, the one the merged view
+// keeps) in a private temporary directory, so that the deep check reads
+// again only the layers the cache answered. It keeps at most maxDeepBytes
+// and maxDeepJARs; what it did not keep is read again, and bounded then.
+// Verify and Bake make one when the check is deep and remove its
+// directory, with every copy in it, before they return.
+type keeper struct {
+	dir   string
+	mu    sync.Mutex
+	files map[keptKey]diskFile // path "" while being written
+	bytes int64
+}
+
+type keptKey struct {
+	layer int
+	name  string
+}
+
+func newKeeper(tempDir string) (*keeper, error) {
+	dir, err := os.MkdirTemp(tempDir, "streamfusion-deep-*")
+	if err != nil {
+		return nil, fmt.Errorf("the deep check's temporary directory: %w", err)
+	}
+	return &keeper{dir: dir, files: map[keptKey]diskFile{}}, nil
+}
+
+// remove deletes the directory and every copy in it.
+func (k *keeper) remove() {
+	if k != nil {
+		_ = os.RemoveAll(k.dir)
+	}
+}
+
+// keep copies the JAR name of layer from ra, size bytes long.
+func (k *keeper) keep(layer int, name string, ra io.ReaderAt, size int64) error {
+	if k == nil {
 		return nil
 	}
-	return os.RemoveAll(d.dir)
+	key := keptKey{layer, name}
+	k.mu.Lock()
+	if _, ok := k.files[key]; ok || k.bytes+size > maxDeepBytes || len(k.files) >= maxDeepJARs {
+		k.mu.Unlock()
+		return nil
+	}
+	k.bytes += size
+	k.files[key] = diskFile{}
+	k.mu.Unlock()
+	f, err := os.CreateTemp(k.dir, "jar-*")
+	if err != nil {
+		return fmt.Errorf("keep /%s for the deep check: %w", name, err)
+	}
+	_, err = io.Copy(f, io.NewSectionReader(ra, 0, size))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("keep /%s for the deep check: %w", name, err)
+	}
+	k.mu.Lock()
+	k.files[key] = diskFile{path: f.Name(), size: size}
+	k.mu.Unlock()
+	return nil
 }
 
 func (d *deepFS) Open(name string) (fs.File, error) {
@@ -173,21 +230,19 @@ func (b *budget) add(name string, size int64, entries int) error {
 	return nil
 }
 
-// readDeep copies the bytes of the JARs the deep check reads out of the
-// layers into a private temporary directory: for each such JAR, the entry
-// of the layer the merged view took it from (the topmost layer writing the
-// path, what whiteouts left). Only those layers are read, front to back,
-// each checked against its diff ID again. The job JARs are placed in
-// usrlib (they stay where they are on disk). On error nothing is left
-// behind; the caller closes the result.
-func (o VerifyOptions) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*layerFacts, v *view, libDir string) (d *deepFS, err error) {
-	d = &deepFS{FS: v.fsys, files: map[string]diskFile{}}
-	defer func() {
-		if err != nil {
-			_ = d.Close()
-			d = nil
-		}
-	}()
+// readDeep finds the bytes of the JARs the deep check reads: for each,
+// the entry of the layer the merged view took it from (the topmost layer
+// writing the path, what whiteouts left). The copies the first reading
+// kept are used; the layers holding the others (those the cache answered)
+// are read again, front to back, each checked against its diff ID again,
+// and the wanted entries copied to the keeper's directory. Copies nothing
+// wants are deleted at once. The job JARs are placed in usrlib (they stay
+// where they are on disk).
+func (o VerifyOptions) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
+	if o.keep == nil {
+		return nil, errors.New("the deep check has no directory to keep JARs in")
+	}
+	d := &deepFS{FS: v.fsys, files: map[string]diskFile{}}
 	// Which layer each kept node came from.
 	from := map[*node]int{}
 	for i, lf := range facts {
@@ -222,12 +277,20 @@ func (o VerifyOptions) readDeep(ctx context.Context, layers []v1.Layer, diffIDs 
 	if err := o.placeJobJARs(d, v, usrlib, &b); err != nil {
 		return nil, err
 	}
-	if len(wanted) == 0 {
-		return d, nil
+	o.keep.mu.Lock()
+	for key, df := range o.keep.files {
+		if size, ok := wanted[key.layer][key.name]; ok && df.path != "" && df.size == size {
+			d.files[key.name] = df
+			delete(wanted[key.layer], key.name)
+			if len(wanted[key.layer]) == 0 {
+				delete(wanted, key.layer)
+			}
+		} else if df.path != "" {
+			_ = os.Remove(df.path)
+		}
 	}
-	if d.dir, err = os.MkdirTemp(o.TempDir, "streamfusion-deep-*"); err != nil {
-		return nil, fmt.Errorf("the deep check's temporary directory: %w", err)
-	}
+	clear(o.keep.files)
+	o.keep.mu.Unlock()
 	for i := range layers {
 		if wanted[i] == nil {
 			continue
@@ -289,7 +352,7 @@ func (o VerifyOptions) copyJARs(ctx context.Context, d *deepFS, layers []v1.Laye
 		if hd.Size != size {
 			return fail(fmt.Errorf("%w: /%s is %d bytes, %d when the layer was first read", ErrLayer, n, hd.Size, size))
 		}
-		f, err := os.CreateTemp(d.dir, "jar-*")
+		f, err := os.CreateTemp(o.keep.dir, "jar-*")
 		if err != nil {
 			return fail(err)
 		}

@@ -129,8 +129,12 @@ func TestVerifyDeepAsTheHost(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			img := deepImage(t, c.upper...)
-			got := verifyDeep(t, img, VerifyOptions{Deep: true, TempDir: t.TempDir()})
+			cache := &layercache.Cache{Dir: t.TempDir()}
+			got := verifyDeep(t, img, VerifyOptions{Deep: true, TempDir: t.TempDir(), Cache: cache})
 			assert.Equal(t, wholeDeep(t, img), got, "the image path differs from the host path")
+			// Again, the facts from the cache: the JARs are read from the layers again.
+			again := verifyDeep(t, img, VerifyOptions{Deep: true, TempDir: t.TempDir(), Cache: cache})
+			assert.Equal(t, got, again, "the cached path differs")
 			hit := slices.ContainsFunc(got, func(s string) bool {
 				return strings.HasPrefix(s, "linkage-method ") && strings.Contains(s, "Base.<init>(long)")
 			})
@@ -185,23 +189,30 @@ func TestVerifyDeepLeavesNothing(t *testing.T) {
 	assert.Empty(t, left)
 }
 
-// The cache answers the facts; the deep check reads the JARs' bytes from
-// the layers all the same.
+// A first reading keeps the JARs' bytes as it reads the layers for their
+// facts; when the cache answers the facts, the deep check reads the layers
+// holding the JARs again (and only those).
 func TestVerifyDeepWithCachedFacts(t *testing.T) {
 	t.Parallel()
-	img := deepImage(t, []imagekit.Entry{{Name: libConn, Data: deepConnector("(J)V")}})
-	o := VerifyOptions{Deep: true, Cache: &layercache.Cache{Dir: t.TempDir()}}
-	first := verifyDeep(t, img, o)
-	var cached int
-	o.Progress = func(u Update) {
-		if u.Cached {
-			cached++
+	img := deepImage(t, []imagekit.Entry{{Name: libConn, Data: deepConnector("(J)V")}}, []imagekit.Entry{{Name: "/etc/motd", Data: []byte("no JAR here")}})
+	var cached, again []int
+	o := VerifyOptions{Deep: true, Cache: &layercache.Cache{Dir: t.TempDir()}, Workers: 1, Progress: func(u Update) {
+		switch {
+		case u.Cached:
+			cached = append(cached, u.Layer)
+		case u.Op == "classes" && u.Finished:
+			again = append(again, u.Layer)
 		}
-	}
-	again := verifyDeep(t, img, o)
-	assert.Positive(t, cached)
+	}}
+	first := verifyDeep(t, img, o)
 	assert.NotEmpty(t, first)
-	assert.Equal(t, first, again)
+	assert.Empty(t, cached)
+	assert.Empty(t, again, "the first reading kept the JARs")
+
+	second := verifyDeep(t, img, o)
+	assert.Equal(t, []int{1, 2, 3}, cached)
+	assert.Equal(t, []int{1, 2}, again, "the layers with lib's JARs, not the last one")
+	assert.Equal(t, first, second)
 }
 
 // An image the deep rules refuse is not baked: a stock JAR whose class

@@ -215,6 +215,8 @@ type scanner struct {
 	buf     []byte
 	spool   *os.File
 	implied map[string]bool // directories of the files the scan left out
+	keep    *keeper         // when set, keeps a copy of every JAR read, for the deep check
+	layer   int             // the index of the layer scanned, for keep
 }
 
 func (s *scanner) close() {
@@ -439,6 +441,9 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 			return nil, fmt.Errorf("spool: %w", err)
 		}
 		ra = s.spool
+	}
+	if err := s.keep.keep(s.layer, strings.TrimPrefix(p, "/"), ra, size); err != nil {
+		return nil, err
 	}
 	return jarFactsOf(ra, size, p), nil
 }

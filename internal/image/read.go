@@ -55,6 +55,8 @@ type VerifyOptions struct {
 	// two checks of one image digest with different job JARs can differ,
 	// and a cache of verdicts must key them by the JARs' contents too.
 	JobJARs []JobJAR
+
+	keep *keeper // set by Verify and Bake when the check is deep
 }
 
 // countingReader reports the bytes read through it, at most every MiB.
@@ -115,7 +117,7 @@ func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selecti
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := &scanner{ctx: ctx, sel: sel, tempDir: o.TempDir}
+			s := &scanner{ctx: ctx, sel: sel, tempDir: o.TempDir, keep: o.keep}
 			defer s.close()
 			for i := range next {
 				out[i], errs[i] = o.layer(s, i, layers, diffIDs[i].String(), report)
@@ -167,6 +169,7 @@ func (o VerifyOptions) layer(s *scanner, i int, layers []v1.Layer, diffID string
 	}
 	defer rc.Close()
 	cr := &countingReader{r: rc, every: func(n int64) { v := u; v.Done = n; report(v) }}
+	s.layer = i
 	lf, err := s.scan(cr, diffID)
 	if err != nil {
 		return nil, fmt.Errorf("layer %d of %d (%s): %w", i+1, len(layers), name, err)

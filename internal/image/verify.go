@@ -179,22 +179,32 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c)
+	if o.deepWanted(c) {
+		if o.keep, err = newKeeper(o.TempDir); err != nil {
+			return nil, err
+		}
+		defer o.keep.remove()
+	}
 	facts, v, err := o.readAll(ctx, img, sel)
 	if err != nil {
 		return nil, err
 	}
-	d, err := o.deep(ctx, img, cfg, c, facts, v)
+	d, err := o.deep(ctx, img, cfg, facts, v, c.LibDir)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
 	return decide(ctx, cfg, c, v, d)
 }
 
+// deepWanted says whether the check of an image with settings c is deep.
+func (o VerifyOptions) deepWanted(c config.Config) bool {
+	return o.Deep || len(o.JobJARs) > 0 || c.Linkage
+}
+
 // deep returns the merged view with the bytes the deep check reads, or
-// nil when the check is not deep.
-func (o VerifyOptions) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, c config.Config, facts []*layerFacts, v *view) (*deepFS, error) {
-	if !o.Deep && len(o.JobJARs) == 0 && !c.Linkage {
+// nil when the check is not deep (no keeper was made).
+func (o VerifyOptions) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
+	if o.keep == nil {
 		return nil, nil
 	}
 	layers, err := img.Layers()
@@ -208,7 +218,7 @@ func (o VerifyOptions) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFil
 	for i, id := range cfg.RootFS.DiffIDs {
 		diffIDs[i] = id.String()
 	}
-	return o.readDeep(ctx, layers, diffIDs, facts, v, c.LibDir)
+	return o.readDeep(ctx, layers, diffIDs, facts, v, libDir)
 }
 
 // decide runs the entrypoint's own check on a merged view, with the
