@@ -417,9 +417,12 @@ func (o VerifyOptions) placeJobJARs(d *deepFS, v *view, usrlib string, b *budget
 			return fmt.Errorf("job JAR: %w", err)
 		}
 		info, err := f.Stat()
-		if err != nil || !info.Mode().IsRegular() {
+		if err == nil && !info.Mode().IsRegular() {
+			err = errors.New("not a regular file")
+		}
+		if err != nil {
 			f.Close()
-			return fmt.Errorf("job JAR %s: not a regular file (%v)", j.Path, err)
+			return fmt.Errorf("job JAR %s: %w", j.Path, err)
 		}
 		name := dir + "/" + j.Name
 		facts := jarFactsOf(f, info.Size(), "/"+name)

@@ -120,8 +120,8 @@ func realImage(tb testing.TB, layers ...v1.Layer) v1.Image {
 	return img
 }
 
-// real is a real JAR of the cache, by its artifact-version name.
-func real(t testing.TB, name string) string {
+// realJAR is a real JAR of the cache, by its artifact-version name.
+func realJAR(t testing.TB, name string) string {
 	i := 0
 	for i < len(name)-1 && (name[i] != '-' || name[i+1] < '0' || name[i+1] > '9') {
 		i++
@@ -133,7 +133,7 @@ func real(t testing.TB, name string) string {
 func libLayer(t testing.TB, dir string, names ...string) v1.Layer {
 	var files []layerFile
 	for _, n := range names {
-		files = append(files, layerFile{name: "opt/flink/lib/" + n + ".jar", src: real(t, n)})
+		files = append(files, layerFile{name: "opt/flink/lib/" + n + ".jar", src: realJAR(t, n)})
 	}
 	return writeLayer(t, dir, files...)
 }
@@ -205,8 +205,8 @@ func TestVerifyDeepRealImage(t *testing.T) {
 	})
 	t.Run("the broken connector replaced in an upper layer", func(t *testing.T) {
 		fix := writeLayer(t, dir,
-			layerFile{name: "opt/flink/lib/flink-connector-kafka-3.2.0-1.18.jar", src: real(t, "flink-connector-kafka-5.0.0-2.2")},
-			layerFile{name: "opt/flink/lib/kafka-clients-3.4.0.jar", src: real(t, "kafka-clients-4.2.0")})
+			layerFile{name: "opt/flink/lib/flink-connector-kafka-3.2.0-1.18.jar", src: realJAR(t, "flink-connector-kafka-5.0.0-2.2")},
+			layerFile{name: "opt/flink/lib/kafka-clients-3.4.0.jar", src: realJAR(t, "kafka-clients-4.2.0")})
 		assert.Empty(t, imageFindings(t, realImage(t, base, brokenLayer, fix), image.VerifyOptions{}))
 		// And the other way round: the last layer writing the path wins.
 		got := imageFindings(t, realImage(t, base, fix, brokenLayer), image.VerifyOptions{})
@@ -221,7 +221,7 @@ func TestVerifyDeepRealImage(t *testing.T) {
 	})
 	t.Run("a job JAR from outside the image", func(t *testing.T) {
 		const main = "org.apache.flink.connector.kafka.source.reader.fetcher.KafkaSourceFetcherManager"
-		job := shadedJob(t, main, nil, real(t, "flink-connector-kafka-3.2.0-1.18"), real(t, "kafka-clients-3.4.0"))
+		job := shadedJob(t, main, nil, realJAR(t, "flink-connector-kafka-3.2.0-1.18"), realJAR(t, "kafka-clients-3.4.0"))
 		p := filepath.Join(t.TempDir(), "built.jar")
 		require.NoError(t, os.WriteFile(p, job, 0o644))
 		img := realImage(t, base)
