@@ -259,3 +259,20 @@ func TestDeepBudget(t *testing.T) {
 	}
 	assert.True(t, errors.Is(b.add("b.jar", 1, 1), ErrDeepLimit))
 }
+
+// The user class loader's patterns come as host reads them: the defaults
+// (the test flink-dist has no CoreOptions: Flink's own list), plus the
+// image's config file's additional patterns.
+func TestVerifyDeepParentFirstFromTheImage(t *testing.T) {
+	t.Parallel()
+	img := deepImage(t, []imagekit.Entry{{Name: "/opt/flink/conf/config.yaml", Data: []byte("classloader.parent-first-patterns.additional: com.acme.;org.example.\n")}})
+	res, err := VerifyOptions{Deep: true}.Verify(context.Background(), img)
+	require.NoError(t, err)
+	require.NotNil(t, res.Facts.Deep)
+	assert.Equal(t, []string{"com.acme.", "org.example."}, res.Facts.Deep.ParentFirst[len(res.Facts.Deep.ParentFirst)-2:])
+	assert.Contains(t, res.Facts.Deep.ParentFirstFrom, "classloader.parent-first-patterns.additional from /opt/flink/conf/config.yaml")
+
+	res, err = VerifyOptions{}.Verify(context.Background(), img)
+	require.NoError(t, err)
+	assert.Nil(t, res.Facts.Deep, "the fast path gathers no class index")
+}

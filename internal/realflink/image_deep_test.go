@@ -194,7 +194,12 @@ func TestVerifyDeepRealImage(t *testing.T) {
 		assert.Equal(t, hostFindings(t, "2.2.0", broken, nil), got, "the image path and the host path differ")
 		t.Logf("%d findings, the first: %s", len(got), got[0])
 
-		res, err := image.VerifyOptions{}.Verify(context.Background(), realImage(t, base, brokenLayer))
+		res, err := image.VerifyOptions{Deep: true}.Verify(context.Background(), realImage(t, base, brokenLayer))
+		require.NoError(t, err)
+		assert.Equal(t, "org.apache.flink.configuration.CoreOptions in /opt/flink/lib/flink-dist-2.2.0.jar", res.Facts.Deep.ParentFirstFrom,
+			"the patterns from the real flink-dist in the image, the config file adding none")
+
+		res, err = image.VerifyOptions{}.Verify(context.Background(), realImage(t, base, brokenLayer))
 		require.NoError(t, err)
 		assert.Empty(t, symbolTexts(res.Decision.Findings, ""), "the fast path reads no classes")
 	})
