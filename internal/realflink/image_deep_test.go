@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -102,6 +103,7 @@ func flinkLayer(tb testing.TB, dir, flink string) v1.Layer {
 		layerFile{name: "opt/flink/conf/config.yaml", src: filepath.Join(flinkHome(tb, flink), "conf/config.yaml")},
 		layerFile{name: testkit.JavaHome + "/release", data: []byte("JAVA_VERSION=\"17.0.15\"\n")},
 		layerFile{name: "docker-entrypoint.sh", data: []byte(imagekit.FlinkDouble)},
+		layerFile{name: testkit.GlibcLD, data: []byte("\x7fELF stand-in for the glibc loader\n")},
 	)...)
 }
 
@@ -293,4 +295,49 @@ func BenchmarkVerifyRealImage(b *testing.B) {
 			b.ReportMetric(peakRSS(b), "peak-RSS-MB")
 		})
 	}
+}
+
+// entrypointBinary builds the entrypoint for linux/amd64 (bake installs it
+// and the guard checks it is one).
+func entrypointBinary(t *testing.T) []byte {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "entrypoint")
+	cmd := exec.Command("go", "build", "-o", out, "../../cmd/entrypoint")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	return data
+}
+
+// Bake judges the image as baked: the real 2.2.0 base with the StreamFusion
+// payloads is baked; with a job JAR in usrlib that shades the Kafka
+// connector 3.2.0-1.18 it is refused (linkage errors of usrlib, which only
+// the deep check sees), and written with the deep check off.
+func TestBakeDeepRealImage(t *testing.T) {
+	dir := t.TempDir()
+	base := realImage(t, flinkLayer(t, dir, "2.2.0"))
+	var payloads []image.File
+	for _, p := range testkit.StreamFusion("2.2", "0.1.0") {
+		payloads = append(payloads, image.File{Name: p.Name, Data: p.Payload.Bytes()})
+	}
+	opt := image.BakeOptions{Entrypoint: entrypointBinary(t), Payloads: payloads, Read: image.VerifyOptions{Deep: true, TempDir: dir}}
+	_, res, err := image.Bake(context.Background(), base, opt)
+	require.NoError(t, err)
+	assert.Empty(t, symbolTexts(res.Decision.Findings, ""))
+	require.NotNil(t, res.Facts.Deep, "judged deep")
+
+	const main = "org.apache.flink.connector.kafka.source.reader.fetcher.KafkaSourceFetcherManager"
+	opt.Usrlib = []image.File{{Name: "job.jar", Data: shadedJob(t, main, nil, realJAR(t, "flink-connector-kafka-3.2.0-1.18"), realJAR(t, "kafka-clients-3.4.0"))}}
+	_, res, err = image.Bake(context.Background(), base, opt)
+	var refused *image.Refused
+	require.ErrorAs(t, err, &refused)
+	assert.True(t, slices.ContainsFunc(res.Decision.Errors(), func(f admission.Finding) bool {
+		return f.Rule == "linkage-method" && f.Path == "/opt/flink/usrlib/job.jar" && strings.Contains(f.Message, fetcherName)
+	}), "%v", symbolTexts(res.Decision.Findings, ""))
+
+	opt.Read.Deep = false
+	_, _, err = image.Bake(context.Background(), base, opt)
+	assert.NoError(t, err, "without the deep check the break is not seen")
 }
