@@ -39,12 +39,12 @@ type VerifyOptions struct {
 	Workers int
 
 	// Deep runs the deep check as well (shadowing, linkage-*,
-	// bytecode-version): the layers that hold the JARs of lib and usrlib
-	// the merged image ends with are read again (also when the cache knew
-	// their facts), those JARs copied to a private temporary directory
-	// below TempDir (removed before Verify or Bake returns), and their
-	// classes judged by the same code and rules as `streamfusion check`
-	// on a directory. An image whose config sets STREAMFUSION_LINKAGE=true
+	// bytecode-version): the JARs of lib and usrlib the merged image ends
+	// with are copied out of their layers into a private temporary
+	// directory below TempDir (as the layers are read; the layers whose
+	// facts came from Cache are read again for them), removed before
+	// Verify or Bake returns, and their classes judged by the same code
+	// and rules as `streamfusion check` on a directory. An image whose config sets STREAMFUSION_LINKAGE=true
 	// is checked deep whatever Deep says, as its entrypoint would be at
 	// start. Images beyond the deep check's bounds fail with ErrDeepLimit.
 	Deep bool
