@@ -247,8 +247,10 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 	w := window{r: d.r, buf: *bp, next: d.offset, end: d.offset + d.length}
 	var e entry
 	for at := d.offset; at < w.end; {
-		if err := w.fill(lenCentral, at); err != nil {
-			return err
+		if w.hi-w.lo < lenCentral {
+			if err := w.fill(lenCentral, at); err != nil {
+				return err
+			}
 		}
 		rec := w.buf[w.lo:w.hi]
 		if binary.LittleEndian.Uint32(rec) != sigCentral {
@@ -261,18 +263,21 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
 		if total > maxRecord {
 			return formatErr("central directory record at offset %d is %d bytes long, more than 64 KiB", at, total)
 		}
-		if err := w.fill(total, at); err != nil {
-			return err
+		if len(rec) < total {
+			if err := w.fill(total, at); err != nil {
+				return err
+			}
 		}
 		rec = w.buf[w.lo : w.lo+total]
-		e = entry{
-			flags:  binary.LittleEndian.Uint16(rec[8:]),
-			method: binary.LittleEndian.Uint16(rec[10:]),
-			crc:    binary.LittleEndian.Uint32(rec[16:]),
-			packed: uint64(binary.LittleEndian.Uint32(rec[20:])),
-			size:   uint64(binary.LittleEndian.Uint32(rec[24:])),
-			header: int64(binary.LittleEndian.Uint32(rec[42:])),
-		}
+		// Field by field: a composite literal is built on the stack and
+		// copied in wide moves that stall on the narrow stores before them
+		// (a fifth of the walk's time, measured).
+		e.flags = binary.LittleEndian.Uint16(rec[8:])
+		e.method = binary.LittleEndian.Uint16(rec[10:])
+		e.crc = binary.LittleEndian.Uint32(rec[16:])
+		e.packed = uint64(binary.LittleEndian.Uint32(rec[20:]))
+		e.size = uint64(binary.LittleEndian.Uint32(rec[24:]))
+		e.header = int64(binary.LittleEndian.Uint32(rec[42:]))
 		name := rec[lenCentral : lenCentral+nameLen]
 		// Nearly every record of a real JAR is plain: check the rest only
 		// when something is set that needs a closer look.
