@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"unicode/utf8"
 )
@@ -35,6 +36,13 @@ const (
 	magic16  = 0xffff
 	tagZIP64 = 0x0001
 )
+
+// Mapper is a reader that can also give a region of its file in place
+// (rootfs.Host's files, mapped): the directory walk then reads the
+// central directory without copying it. ok is false when it cannot.
+type Mapper interface {
+	Map(off, n int64) (b []byte, ok bool)
+}
 
 // ErrFormat is returned, wrapped with details, when the bytes are not a ZIP
 // archive the JVM would open.
@@ -241,10 +249,30 @@ func (w *window) fill(n int, at int64) error {
 // records that do not fill the directory exactly. The entry count of the
 // end record is not checked (the JVM counts the records). The name slice
 // is only valid during the call. visit returns false to stop early.
-func (d *directory) walk(visit func(name []byte, e *entry) bool) error {
-	bp := walkBuffers.Get().(*[]byte)
-	defer walkBuffers.Put(bp)
-	w := window{r: d.r, buf: *bp, next: d.offset, end: d.offset + d.length}
+func (d *directory) walk(visit func(name []byte, e *entry) bool) (err error) {
+	var w window
+	if m, ok := d.r.(Mapper); ok && d.length > 0 {
+		if b, ok := m.Map(d.offset, d.length); ok {
+			// The whole directory in place: fill only checks what is there.
+			// A file that shrinks under the mapping faults on access; that
+			// fault is an error here, not a crash.
+			w = window{buf: b, hi: len(b), next: d.offset + d.length, end: d.offset + d.length}
+			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+			defer func() {
+				if r := recover(); r != nil {
+					if _, ok := r.(interface{ Addr() uintptr }); !ok {
+						panic(r) // not a memory fault: a bug, not the file
+					}
+					err = fmt.Errorf("read central directory: the file changed while it was read (%v)", r)
+				}
+			}()
+		}
+	}
+	if w.buf == nil {
+		bp := walkBuffers.Get().(*[]byte)
+		defer walkBuffers.Put(bp)
+		w = window{r: d.r, buf: *bp, next: d.offset, end: d.offset + d.length}
+	}
 	var e entry
 	for at := d.offset; at < w.end; {
 		if w.hi-w.lo < lenCentral {
