@@ -587,6 +587,36 @@ func TestBinaryIsStaticAndLinksNoNetworkCode(t *testing.T) {
 	}
 }
 
+// Every start pays for every package init of the binary, whether or not
+// the start needs what it prepares (docs/performance.md, issue 19): the
+// project's own packages prepare nothing heavy at init (a regular
+// expression compiled at package level costs 5-20 KB and a few dozen
+// allocations; compile it on first use, or match by hand). The runtime
+// reports each init's allocations (GODEBUG=inittrace=1).
+func TestOwnPackageInitsAreLight(t *testing.T) {
+	t.Parallel()
+	c := osexec.Command(binary, "streamfusion", "version")
+	c.Env = []string{"GODEBUG=inittrace=1"}
+	out, err := c.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	seen := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		// init PACKAGE @T ms, T ms clock, N bytes, M allocs
+		f := strings.Fields(line)
+		if len(f) != 11 || f[0] != "init" {
+			continue
+		}
+		seen++
+		if !strings.HasPrefix(f[1], "github.com/streamfusion/") {
+			continue
+		}
+		bytes, err := strconv.Atoi(f[7])
+		require.NoError(t, err, line)
+		assert.LessOrEqual(t, bytes, 4096, "package init allocates: %s", line)
+	}
+	require.Greater(t, seen, 10, "the runtime traced the inits:\n%s", out)
+}
+
 func TestFaultsInLib(t *testing.T) {
 	t.Parallel()
 	im := newImage(t, testkit.Good("2.2.1"))
