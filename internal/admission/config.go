@@ -185,7 +185,7 @@ func embeddedText(name string) (string, error) {
 	for {
 		n, err := f.Read(buf)
 		b.Write(buf[:n])
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return b.String(), nil
 		}
 		if err != nil {
