@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/big"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -372,14 +371,6 @@ func (f *flattener) flow(b *strings.Builder, n *yaml.Node, depth int, top bool) 
 	return nil
 }
 
-// The YAML 1.2 core schema, as snakeyaml-engine resolves plain scalars.
-var (
-	coreNull  = regexp.MustCompile(`^(null|Null|NULL|~)?$`)
-	coreBool  = regexp.MustCompile(`^(true|True|TRUE|false|False|FALSE)$`)
-	coreInt   = regexp.MustCompile(`^([-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$`)
-	coreFloat = regexp.MustCompile(`^([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))$`)
-)
-
 // resolve is a scalar's type: str, null, bool, int or float.
 func resolve(n *yaml.Node) string {
 	switch {
@@ -387,13 +378,13 @@ func resolve(n *yaml.Node) string {
 		return "str"
 	case n.Tag == "!!str" && n.Style&yaml.TaggedStyle != 0:
 		return "str"
-	case coreNull.MatchString(n.Value):
+	case isCoreNull(n.Value): // the YAML 1.2 core schema (scalars.go)
 		return "null"
-	case coreBool.MatchString(n.Value):
+	case isCoreBool(n.Value):
 		return "bool"
-	case coreInt.MatchString(n.Value):
+	case isCoreInt(n.Value):
 		return "int"
-	case coreFloat.MatchString(n.Value):
+	case isCoreFloat(n.Value):
 		return "float"
 	}
 	return "str"
