@@ -228,12 +228,12 @@ func standardEntries(data []byte, file string) ([]admission.Entry, error) {
 	return f.out, nil
 }
 
-// blankComments empties the lines that are a comment from their first
-// column, keeping the line count: the shipped config.yaml is mostly such
-// lines, which the YAML parser would otherwise keep as comment nodes (most
-// of its time). In a mapping a line at column 0 cannot continue a block or
-// quoted scalar, so no value changes (TestConfigAsFlinkLoadsIt checks the
-// reading against Flink).
+// blankComments cuts the lines that are a comment from their first column
+// down to their '#', keeping the line count: the shipped config.yaml is
+// mostly such lines, whose text the YAML parser would otherwise keep in
+// comment nodes (most of its time). The '#' stays: an empty line would let
+// a plain scalar continue past the comment, where YAML (and Flink) ends it
+// (TestConfigAsFlinkLoadsIt checks the reading against Flink).
 func blankComments(data []byte) []byte {
 	if !bytes.Contains(data, []byte("\n#")) && !bytes.HasPrefix(data, []byte("#")) {
 		return data
@@ -241,9 +241,10 @@ func blankComments(data []byte) []byte {
 	out := make([]byte, 0, len(data))
 	for len(data) > 0 {
 		line, rest, found := bytes.Cut(data, []byte("\n"))
-		if len(line) == 0 || line[0] != '#' {
-			out = append(out, line...)
+		if len(line) > 0 && line[0] == '#' {
+			line = line[:1]
 		}
+		out = append(out, line...)
 		if found {
 			out = append(out, '\n')
 		}
