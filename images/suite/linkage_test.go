@@ -121,7 +121,10 @@ func TestStockConnectorLinkage(t *testing.T) {
 		jm, tm := flinkCluster(t, mismatched, []string{image.OriginalPath})
 		predicted := linkageMethods(t, check(t, jm))
 		require.NotEmpty(t, predicted, "streamfusion check on the image predicts linkage-method findings")
-		t.Logf("predicted by streamfusion check: %d methods missing on the host:\n  %s", len(predicted), strings.Join(predicted, "\n  "))
+		t.Logf("predicted by streamfusion check: %d methods missing on the host:", len(predicted))
+		for _, m := range predicted {
+			t.Logf("  %s, in %s", m.method, m.from)
+		}
 
 		id := submitSQL(t, jm)
 		var logs string
@@ -136,8 +139,8 @@ func TestStockConnectorLinkage(t *testing.T) {
 		failed := noSuchMethods(logs)
 		require.NotEmpty(t, failed, "the TaskManager logged no NoSuchMethodError within 3 min; job %s: %s\n%s", id, jobState(t, jm, id), logs)
 		for _, m := range failed {
-			t.Logf("the TaskManager's JVM: java.lang.NoSuchMethodError: '%s'", m)
-			assert.Contains(t, predicted, m, "the JVM's failure is a method streamfusion check predicted")
+			t.Logf("the TaskManager's JVM: java.lang.NoSuchMethodError: '%s', in %s", m.method, m.from)
+			assert.Contains(t, predicted, m, "the JVM's failure is a method, called from a class, that streamfusion check predicted")
 		}
 	})
 
@@ -224,11 +227,18 @@ func check(t *testing.T, c testcontainers.Container) report.Report {
 	return rep
 }
 
-// linkageMethods are the methods of the report's linkage-method findings,
-// as the JVM names a method in a NoSuchMethodError.
-func linkageMethods(t *testing.T, r report.Report) []string {
+// missingMethod is a method the JVM does not find: as HotSpot names it in
+// a NoSuchMethodError, and the class whose code calls it (a finding's
+// symbol.from; the top frame of the JVM's stack trace).
+type missingMethod struct {
+	method string
+	from   string // binary name, dots
+}
+
+// linkageMethods are the methods of the report's linkage-method findings.
+func linkageMethods(t *testing.T, r report.Report) []missingMethod {
 	t.Helper()
-	var out []string
+	var out []missingMethod
 	for _, f := range r.Findings {
 		if f.Rule != "linkage-method" {
 			continue
@@ -236,8 +246,9 @@ func linkageMethods(t *testing.T, r report.Report) []string {
 		require.NotNil(t, f.Symbol, "[%s] %s has no symbol", f.Rule, f.Text())
 		m, err := jvmMethod(f.Symbol)
 		require.NoError(t, err)
-		if !slices.Contains(out, m) {
-			out = append(out, m)
+		mm := missingMethod{method: m, from: strings.ReplaceAll(f.Symbol.From, "/", ".")}
+		if !slices.Contains(out, mm) {
+			out = append(out, mm)
 		}
 	}
 	return out
@@ -308,14 +319,18 @@ func TestJVMMethod(t *testing.T) {
 	}
 }
 
-var noSuchMethod = regexp.MustCompile(`java\.lang\.NoSuchMethodError: '([^'\n]*)'`)
+// noSuchMethod is a NoSuchMethodError in a log and the first frame of its
+// stack trace (the calling method: CLASS.METHOD(SOURCE:LINE)).
+var noSuchMethod = regexp.MustCompile(`java\.lang\.NoSuchMethodError: '([^'\n]*)'\r?\n\s+at ([\w.$]+)\.[\w<>$]+\(`)
 
-// noSuchMethods are the methods the JVM named in NoSuchMethodErrors in logs.
-func noSuchMethods(logs string) []string {
-	var out []string
+// noSuchMethods are the methods the JVM named in NoSuchMethodErrors in
+// logs, with the classes that called them.
+func noSuchMethods(logs string) []missingMethod {
+	var out []missingMethod
 	for _, m := range noSuchMethod.FindAllStringSubmatch(logs, -1) {
-		if !slices.Contains(out, m[1]) {
-			out = append(out, m[1])
+		mm := missingMethod{method: m[1], from: m[2]}
+		if !slices.Contains(out, mm) {
+			out = append(out, mm)
 		}
 	}
 	return out
