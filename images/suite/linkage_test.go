@@ -39,8 +39,9 @@ import (
 // with a Kafka connector built for Flink 1.18 runs a SQL job (a Kafka
 // source to an unreachable broker, so nothing but the reader's creation at
 // task start is exercised), and the TaskManager fails with the
-// NoSuchMethodError the image's own `streamfusion check` predicted for
-// that lib; the same image with the connector built for 2.2 runs the job.
+// NoSuchMethodError that `streamfusion verify` predicted for the image
+// (and the image's own `streamfusion check` in the container); the same
+// image with the connector built for 2.2 runs the job.
 // The JVM of the real TaskManager is the oracle.
 
 // connectorsFile lists the real JARs by Maven coordinates.
@@ -114,17 +115,22 @@ func TestStockConnectorLinkage(t *testing.T) {
 		assert.Contains(t, o.logs, "[stock-line]")
 		assert.Contains(t, o.logs, "/"+testkit.LibDir+"/flink-connector-kafka-3.2.0-1.18.jar")
 
+		// The prediction: `streamfusion verify` on the image, from the host
+		// through the engine's API, before any container of it runs.
+		predicted := linkageMethods(t, verify(t, mismatched))
+		require.NotEmpty(t, predicted, "streamfusion verify predicts linkage-method findings for the image")
+		t.Logf("predicted by streamfusion verify: %d methods missing on the host:", len(predicted))
+		for _, m := range predicted {
+			t.Logf("  %s, in %s", m.method, m.from)
+		}
+
 		// What would have happened: the same image started with Flink's
 		// own script as the entrypoint (kept by bake at image.OriginalPath),
 		// as a user who overrides the entrypoint to get past the check does.
 		// The project has no setting that starts a refused image.
 		jm, tm := flinkCluster(t, mismatched, []string{image.OriginalPath})
-		predicted := linkageMethods(t, check(t, jm))
-		require.NotEmpty(t, predicted, "streamfusion check on the image predicts linkage-method findings")
-		t.Logf("predicted by streamfusion check: %d methods missing on the host:", len(predicted))
-		for _, m := range predicted {
-			t.Logf("  %s, in %s", m.method, m.from)
-		}
+		assert.ElementsMatch(t, predicted, linkageMethods(t, check(t, jm)),
+			"the image's own `streamfusion check` in the container predicts what verify does")
 
 		id := submitSQL(t, jm)
 		var logs string
@@ -140,7 +146,7 @@ func TestStockConnectorLinkage(t *testing.T) {
 		require.NotEmpty(t, failed, "the TaskManager logged no NoSuchMethodError within 3 min; job %s: %s\n%s", id, jobState(t, jm, id), logs)
 		for _, m := range failed {
 			t.Logf("the TaskManager's JVM: java.lang.NoSuchMethodError: '%s', in %s", m.method, m.from)
-			assert.Contains(t, predicted, m, "the JVM's failure is a method, called from a class, that streamfusion check predicted")
+			assert.Contains(t, predicted, m, "the JVM's failure is a method, called from a class, that streamfusion verify predicted")
 		}
 	})
 
@@ -151,10 +157,11 @@ func TestStockConnectorLinkage(t *testing.T) {
 		for _, c := range []testcontainers.Container{jm, tm} {
 			assert.Contains(t, logsOf(t, c), "streamfusion: INFO admitted")
 		}
-		r := check(t, jm)
-		for _, f := range r.Findings {
-			assert.False(t, strings.HasPrefix(f.Rule, "linkage-") || strings.HasPrefix(f.Rule, "stock-") || f.Rule == "classpath-shadowed",
-				"a consistent set has no finding of the JARs around ours: [%s] %s", f.Rule, f.Text())
+		for what, r := range map[string]report.Report{"verify": verify(t, right), "check in the container": check(t, jm)} {
+			for _, f := range r.Findings {
+				assert.False(t, strings.HasPrefix(f.Rule, "linkage-") || strings.HasPrefix(f.Rule, "stock-") || f.Rule == "classpath-shadowed",
+					"%s: a consistent set has no finding of the JARs around ours: [%s] %s", what, f.Rule, f.Text())
+			}
 		}
 
 		id := submitSQL(t, jm)
@@ -209,6 +216,30 @@ func flinkCluster(t *testing.T, img string, entrypoint []string, env ...string) 
 		WithResponseMatcher(overviewMatches(func(o overview) bool { return o.TaskManagers >= 1 }))
 	require.NoError(t, registered.WaitUntilReady(ctx, jm))
 	return jm, tm
+}
+
+// verify runs `streamfusion verify --json` (the host CLI, deep check by
+// default) on the image tag of the engine and returns its one report,
+// whatever its verdict.
+func verify(t *testing.T, tag string) report.Report {
+	t.Helper()
+	cmd := osexec.Command(filepath.Join(bindir, "streamfusion"), "verify", "--json", image.DaemonPrefix+tag)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+engine.DaemonHost())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err != nil {
+		var exit *osexec.ExitError
+		require.ErrorAs(t, err, &exit, stderr.String())
+		require.Equal(t, 78, exit.ExitCode(), stderr.String())
+	}
+	var reports []struct {
+		Platform string        `json:"platform"`
+		Report   report.Report `json:"report"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &reports), stdout.String())
+	require.Len(t, reports, 1, stdout.String())
+	return reports[0].Report
 }
 
 // check runs the image's own `streamfusion check --json` in c (the
