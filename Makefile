@@ -164,6 +164,9 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
 	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/admission:FuzzParseStockVersion internal/admission:FuzzIdentifyStock internal/admission:FuzzAttributeSyntax internal/roles:FuzzClassify internal/image:FuzzScanLayer \
 	internal/deploy:FuzzParse internal/webhook:FuzzValidate internal/classfile:FuzzParse internal/payload:FuzzArchive internal/install:FuzzParseJournal internal/host:FuzzReadConfig internal/admission:FuzzPOMRuntimeGroups
+# --- session job JARs (issue 20)
+FUZZ_TARGETS += internal/jobjar:FuzzParseHeaders internal/jobjar:FuzzParseURI
+# --- end
 # scripts/fuzz tries a run once more only when Go's coordinator failed it at
 # the deadline with no input written (golang/go#75804, Go 1.26).
 fuzz:
