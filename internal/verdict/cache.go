@@ -171,6 +171,9 @@ func (c *Cache) VerifyJob(ctx context.Context, ref, platform string, cr Credenti
 	return c.verifyRef(ctx, ref, platform, cr, &jar)
 }
 
+// Deep says whether VerifyJob can judge a job JAR (Options.Deep is set).
+func (c *Cache) Deep() bool { return c.opts.Deep != nil }
+
 // jobKey is what a job JAR adds to a verdict's key.
 func jobKey(jar *JobJAR) string {
 	if jar == nil {
