@@ -21,7 +21,7 @@
 // If-Modified-Since and a 304 answers with the known digest without a
 // byte of the body (Fetch with Known). Verdicts on a JAR are kept by
 // whoever judges it (internal/verdict, by image digest and JAR digest),
-// not here. Concurrent fetches of one URI share one request.
+// not here.
 //
 // What it does not do: other schemes. The operator reads anything that is
 // not http or https through Flink's FileSystem inside the operator's own
