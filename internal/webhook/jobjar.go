@@ -77,6 +77,11 @@ func (c *Config) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster j
 	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
 }
 
+// maxJARWarnings bounds the deep check's warnings on a JAR in a review:
+// the API server truncates what goes past a few KiB of warnings, and a
+// thin connector's JAR has one warning per class of its absent client.
+const maxJARWarnings = 10
+
 // jarJudgement is what one job JAR's deep check says.
 type jarJudgement struct {
 	sha                          string
@@ -143,6 +148,9 @@ func (c *Config) judgeJAR(ctx context.Context, u *url.URL, headers http.Header, 
 			}
 		}
 		if !needBytes {
+			if n := len(j.warnings); n > maxJARWarnings {
+				j.warnings = append(j.warnings[:maxJARWarnings], fmt.Sprintf("%s: %d more warnings of the deep check on this JAR, not listed", jobjar.Redact(u), n-maxJARWarnings))
+			}
 			return j
 		}
 		conditional = false // the verdict was evicted: fetch the bytes

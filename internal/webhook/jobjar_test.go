@@ -18,6 +18,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
 
@@ -186,5 +187,37 @@ func TestSessionJobJARs(t *testing.T) {
 			left, err := os.ReadDir(dir)
 			return err == nil && len(left) == 0
 		}, 10*time.Second, 10*time.Millisecond, "every fetched JAR is removed once judged")
+	}
+}
+
+// The job JARs of the deep-check cases, written as javac lays classes out
+// (testkit.ClassJAR): one whose Main-Class uses only its own classes and
+// the JDK, and a Flink 1.x style job whose source implements
+// SourceFunction, which Flink 2 removed.
+func goodJobJAR() []byte {
+	return testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.Job"), []testkit.Class{
+		{Name: "com/acme/Job", News: []string{"com/acme/Step"}, Calls: []testkit.Call{{Owner: "com/acme/Step", Name: "<init>", Descriptor: "()V"}}},
+		{Name: "com/acme/Step", Methods: []testkit.Member{{Name: "<init>", Descriptor: "()V"}}},
+	}, nil)
+}
+
+func mismatchedJobJAR() []byte {
+	return testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.LegacyJob"), []testkit.Class{
+		{Name: "com/acme/LegacyJob", News: []string{"com/acme/LegacySource"}, Calls: []testkit.Call{{Owner: "com/acme/LegacySource", Name: "<init>", Descriptor: "()V"}}},
+		{Name: "com/acme/LegacySource", Interfaces: []string{"org/apache/flink/streaming/api/functions/source/SourceFunction"}, Methods: []testkit.Member{{Name: "<init>", Descriptor: "()V"}}},
+	}, nil)
+}
+
+// mismatchedFinding is the start of the deep check's sentence on
+// mismatchedJobJAR, after its path.
+const mismatchedFinding = "LegacySource does not load: its supertype org.apache.flink.streaming.api.functions.source.SourceFunction has no class file on the classpath (reached from LegacyJob)"
+
+// kubeJobJARs are the JARs the real API server's cases fetch.
+func kubeJobJARs() map[string][]byte {
+	return map[string][]byte{
+		"good-job.jar":       goodJobJAR(),
+		"mismatched-job.jar": mismatchedJobJAR(),
+		"big-job.jar":        bytes.Repeat([]byte("PK"), 1<<20),
+		"flink-examples-streaming/TopSpeedWindowing.jar": goodJobJAR(),
 	}
 }
