@@ -159,10 +159,10 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 		return fmt.Errorf("redirect to %s: only http and https are followed", redact(req.URL))
 	}
 	if req.URL.Host != via[0].URL.Host {
-		ua := req.Header.Get("User-Agent")
-		req.Header = http.Header{}
-		if ua != "" {
-			req.Header.Set("User-Agent", ua)
+		for k := range req.Header {
+			if k != "User-Agent" {
+				req.Header.Del(k)
+			}
 		}
 	}
 	return nil
@@ -170,7 +170,7 @@ func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
 
 // refuseRestricted refuses, after name resolution, addresses a webhook
 // has no business fetching a tenant's URL from.
-func refuseRestricted(network, address string, _ syscall.RawConn) error {
+func refuseRestricted(_, address string, _ syscall.RawConn) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrAddress, address, err)

@@ -50,7 +50,7 @@ func assertEmpty(t *testing.T, dir string) {
 
 func TestFetchWritesAndHashes(t *testing.T) {
 	body := []byte(strings.Repeat("PK\x03\x04 a job JAR ", 5000))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write(body) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) }))
 	defer srv.Close()
 	f := newFetcher(t, Options{})
 	j, err := f.Fetch(context.Background(), mustURL(t, srv.URL+"/jobs/my-job-1.0.jar?token=secret"), nil, true)
@@ -70,12 +70,12 @@ func got2path(j *JAR) string { return j.Path }
 
 func TestSizeLimit(t *testing.T) {
 	big := make([]byte, 4096)
-	declared := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	declared := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Length", "4096")
 		_, _ = w.Write(big)
 	}))
 	defer declared.Close()
-	chunked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	chunked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		for range 4 { // no Content-Length: the body itself passes the limit
 			_, _ = w.Write(big[:1024])
 			w.(http.Flusher).Flush()
@@ -155,12 +155,12 @@ func TestRedirects(t *testing.T) {
 	var sameHostToken atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n int
-		switch {
-		case r.URL.Path == "/away.jar":
+		switch r.URL.Path {
+		case "/away.jar":
 			http.Redirect(w, r, other.URL+"/there.jar", http.StatusFound)
-		case r.URL.Path == "/file.jar":
+		case "/file.jar":
 			http.Redirect(w, r, "file:///etc/passwd", http.StatusFound)
-		case r.URL.Path == "/final.jar":
+		case "/final.jar":
 			sameHostToken.Store(r.Header.Get("X-Token"))
 			_, _ = w.Write(body)
 		default:
@@ -247,7 +247,7 @@ func TestConditionalFetch(t *testing.T) {
 }
 
 func TestRestrictedAddresses(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("PK")) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("PK")) }))
 	defer srv.Close()
 	f, err := New(Options{TempDir: t.TempDir()})
 	require.NoError(t, err)
@@ -263,7 +263,7 @@ func TestRestrictedAddresses(t *testing.T) {
 }
 
 func TestCAFile(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("PK over TLS")) }))
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("PK over TLS")) }))
 	defer srv.Close()
 	u := mustURL(t, srv.URL+"/job.jar")
 	plain := newFetcher(t, Options{})

@@ -211,13 +211,3 @@ func mismatchedJobJAR() []byte {
 // mismatchedFinding is the start of the deep check's sentence on
 // mismatchedJobJAR, after its path.
 const mismatchedFinding = "LegacySource does not load: its supertype org.apache.flink.streaming.api.functions.source.SourceFunction has no class file on the classpath (reached from LegacyJob)"
-
-// kubeJobJARs are the JARs the real API server's cases fetch.
-func kubeJobJARs() map[string][]byte {
-	return map[string][]byte{
-		"good-job.jar":       goodJobJAR(),
-		"mismatched-job.jar": mismatchedJobJAR(),
-		"big-job.jar":        bytes.Repeat([]byte("PK"), 1<<20),
-		"flink-examples-streaming/TopSpeedWindowing.jar": goodJobJAR(),
-	}
-}

@@ -453,3 +453,13 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// kubeJobJARs are the JARs the real API server's cases fetch.
+func kubeJobJARs() map[string][]byte {
+	return map[string][]byte{
+		"good-job.jar":       goodJobJAR(),
+		"mismatched-job.jar": mismatchedJobJAR(),
+		"big-job.jar":        bytes.Repeat([]byte("PK"), 1<<20),
+		"flink-examples-streaming/TopSpeedWindowing.jar": goodJobJAR(),
+	}
+}
