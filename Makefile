@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker
+.PHONY: bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker
 
 build: bin/entrypoint bin/streamfusion
 
@@ -142,6 +142,18 @@ LINKAGE_RUNS ?= 7
 test-classfile-jvm: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
 	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags jvmoracle -count=1 -v -run TestJavapAgrees ./internal/classfile/
+
+# --- deep check of images (issue 19): verify with and without the deep
+# check on a real 2.2.0 image with the 3.2.0-1.18 Kafka connector, cold and
+# with a warm layer cache; one process per case, for its peak RSS. A
+# benchmark, not in CI (docs/performance.md).
+bench-image-deep: flink-dist
+	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
+	for c in fast deep fast-cached deep-cached; do \
+		STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -run '^$$' \
+			-bench "VerifyRealImage/$$c\$$" -benchtime 5x ./internal/realflink/ | grep '^Benchmark' || exit 1; \
+	done
+# --- end
 
 bench-linkage: build flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)

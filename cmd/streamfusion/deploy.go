@@ -74,6 +74,7 @@ func verifyDeployments(c *cobra.Command, o *verifyOptions, files []string) error
 	}
 	opts := verdict.Options{Remote: remoteOptions, Local: true}
 	opts.Read.Cache = readOptions(c, o.env).Cache
+	opts.Read.Deep = o.Deep
 	if want != nil {
 		opts.Platform = *want
 	}

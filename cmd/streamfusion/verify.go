@@ -22,6 +22,7 @@ var remoteOptions []remote.Option
 type verifyOptions struct {
 	JSON     bool
 	Platform string
+	Deep     bool
 	env      []string
 }
 
@@ -34,7 +35,7 @@ type verified struct {
 func newVerify(env []string) *cobra.Command {
 	o := &verifyOptions{env: env}
 	c := &cobra.Command{
-		Use:   "verify [--json] [--platform OS/ARCH] IMAGE",
+		Use:   "verify [--json] [--platform OS/ARCH] [--deep=false] IMAGE",
 		Short: "Decide whether an image would start, as its entrypoint would",
 		Long: `verify reads an image (registry reference, 'docker save' tarball or OCI
 layout) and decides, for each platform, what the StreamFusion entrypoint
@@ -42,12 +43,19 @@ would decide when a container of it starts: the payloads in lib, the host
 facts, and the guard itself (a StreamFusion entrypoint at /docker-entrypoint.sh
 that the image's ENTRYPOINT reaches, Flink's script kept under /opt/streamfusion/).
 
+By default it also runs the deep check, as 'streamfusion check' does on a
+directory: the classes of every JAR of lib and usrlib, shadowed or not
+linking against the host (classpath-shadowed, linkage-*, bytecode-version).
+It reads the layers holding those JARs a second time, also when the layer
+cache knows their facts; --deep=false skips it (the fast path).
+
 Exit status 0 when every image would start, 78 when one would be refused.`,
 		Args: exactly(1, "one IMAGE"),
 		RunE: func(c *cobra.Command, args []string) error { return o.run(c, args[0]) },
 	}
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the reports as JSON")
 	c.Flags().StringVar(&o.Platform, "platform", "", "verify only this platform of an index (OS/ARCH)")
+	c.Flags().BoolVar(&o.Deep, "deep", true, "run the deep check too: shadowing and linkage of the classes in lib and usrlib (--deep=false: the fast path)")
 	withDeployments(c, o) // -f: whole deployments (deploy.go)
 	return c
 }
@@ -81,7 +89,9 @@ func (o *verifyOptions) run(c *cobra.Command, ref string) error {
 	refused := false
 	all := []verified{}
 	for _, p := range imgs {
-		res, err := readOptions(c, o.env).Verify(c.Context(), p.Image)
+		ro := readOptions(c, o.env)
+		ro.Deep = o.Deep
+		res, err := ro.Verify(c.Context(), p.Image)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.Platform.String(), err)
 		}

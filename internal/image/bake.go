@@ -125,6 +125,12 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c)
+	if opt.Read.deepWanted(c) {
+		if opt.Read.keep, err = newKeeper(opt.Read.TempDir); err != nil {
+			return nil, nil, err
+		}
+		defer opt.Read.keep.remove()
+	}
 	facts, baseView, err := opt.Read.readAll(ctx, base, sel)
 	if err != nil {
 		return nil, nil, err
@@ -172,7 +178,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	img = mutate.Annotations(img, anns).(v1.Image)
 
 	// Verify the result from the base's facts and the new layer's.
-	s := &scanner{sel: sel, tempDir: opt.Read.TempDir}
+	s := &scanner{sel: sel, tempDir: opt.Read.TempDir, keep: opt.Read.keep, layer: len(facts)}
 	defer s.close()
 	top, err := s.scan(bytes.NewReader(layer), "")
 	if err != nil {
@@ -186,7 +192,20 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w: %w", ErrConfig, err)
 	}
-	res, err := decide(ctx, bakedCfg, bc, merge(append(facts[:len(facts):len(facts)], top)))
+	all := append(facts[:len(facts):len(facts)], top)
+	v := merge(all)
+	if opt.Read.keep == nil && opt.Read.deepWanted(bc) {
+		// The base's settings did not ask for the deep check, the baked image's do.
+		if opt.Read.keep, err = newKeeper(opt.Read.TempDir); err != nil {
+			return nil, nil, err
+		}
+		defer opt.Read.keep.remove()
+	}
+	d, err := opt.Read.deep(ctx, img, bakedCfg, all, v, bc.LibDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
+	}
+	res, err := decide(ctx, bakedCfg, bc, v, d)
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}

@@ -25,6 +25,21 @@
 // swapped under the same config is not detected then; loading it into an
 // engine would fail its diff ID check).
 //
+// The deep check (VerifyOptions.Deep; deep.go) needs the JARs' bytes,
+// which the facts leave out: while the layers are read, every JAR read is
+// also copied into a private temporary directory (a layer's first entry of
+// a name, the one the merge keeps); once merged, the copies of the lib and
+// usrlib JARs the image ends with are kept and the rest deleted, and the
+// layers the cache answered are read again for theirs (checked against
+// their diff IDs again). The merged tree, with those names answered from
+// the copies, is the root host's deep gathering opens JARs in with
+// payload.OpenArchive, as in a container; the same rules decide. The
+// directory is removed before Verify or Bake returns, on error and
+// cancellation too. Job JARs of the machine (VerifyOptions.JobJARs) are
+// placed in usrlib for the check. The bytes go to disk, bounded (ErrDeepLimit:
+// JARs, bytes, central directory entries); memory grows by the class
+// indexes and the parsed classes only.
+//
 // Bake keeps the base's blobs as they are (tarball.go reads saved
 // tarballs without recompressing their layers) and compresses only the new
 // layer. What this package does not do: pull or push by itself beyond

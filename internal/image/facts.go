@@ -215,6 +215,8 @@ type scanner struct {
 	buf     []byte
 	spool   *os.File
 	implied map[string]bool // directories of the files the scan left out
+	keep    *keeper         // when set, keeps a copy of every JAR read, for the deep check
+	layer   int             // the index of the layer scanned, for keep
 }
 
 func (s *scanner) close() {
@@ -440,6 +442,14 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 		}
 		ra = s.spool
 	}
+	if err := s.keep.keep(s.layer, strings.TrimPrefix(p, "/"), ra, size); err != nil {
+		return nil, err
+	}
+	return jarFactsOf(ra, size, p), nil
+}
+
+// jarFactsOf reads the JAR in ra, size bytes long, as the JAR at p.
+func jarFactsOf(ra io.ReaderAt, size int64, p string) *jarFacts {
 	j := payload.Read(ra, size, p, payload.Options{Properties: true})
 	f := toFacts(j)
 	if j.Err != nil {
@@ -447,5 +457,5 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 			f.NoProps = toFacts(k)
 		}
 	}
-	return f, nil
+	return f
 }

@@ -37,6 +37,26 @@ type VerifyOptions struct {
 	TempDir string
 	// Workers is the number of layers read at once; 0: 2.
 	Workers int
+
+	// Deep runs the deep check as well (shadowing, linkage-*,
+	// bytecode-version): the JARs of lib and usrlib the merged image ends
+	// with are copied out of their layers into a private temporary
+	// directory below TempDir (as the layers are read; the layers whose
+	// facts came from Cache are read again for them), removed before
+	// Verify or Bake returns, and their classes judged by the same code
+	// and rules as `streamfusion check` on a directory. An image whose config sets STREAMFUSION_LINKAGE=true
+	// is checked deep whatever Deep says, as its entrypoint would be at
+	// start. Images beyond the deep check's bounds fail with ErrDeepLimit.
+	Deep bool
+	// JobJARs are JARs of this machine placed into the image's usrlib for
+	// the check, as a session job's JAR is loaded (child-first over lib);
+	// they imply Deep. Every rule judges them as files of usrlib, so the
+	// verdict is about the image with these JARs, not about the image:
+	// two checks of one image digest with different job JARs can differ,
+	// and a cache of verdicts must key them by the JARs' contents too.
+	JobJARs []JobJAR
+
+	keep *keeper // set by Verify and Bake when the check is deep
 }
 
 // countingReader reports the bytes read through it, at most every MiB.
@@ -97,7 +117,7 @@ func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selecti
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := &scanner{ctx: ctx, sel: sel, tempDir: o.TempDir}
+			s := &scanner{ctx: ctx, sel: sel, tempDir: o.TempDir, keep: o.keep}
 			defer s.close()
 			for i := range next {
 				out[i], errs[i] = o.layer(s, i, layers, diffIDs[i].String(), report)
@@ -149,6 +169,7 @@ func (o VerifyOptions) layer(s *scanner, i int, layers []v1.Layer, diffID string
 	}
 	defer rc.Close()
 	cr := &countingReader{r: rc, every: func(n int64) { v := u; v.Done = n; report(v) }}
+	s.layer = i
 	lf, err := s.scan(cr, diffID)
 	if err != nil {
 		return nil, fmt.Errorf("layer %d of %d (%s): %w", i+1, len(layers), name, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -178,20 +179,61 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c)
-	_, v, err := o.readAll(ctx, img, sel)
+	if o.deepWanted(c) {
+		if o.keep, err = newKeeper(o.TempDir); err != nil {
+			return nil, err
+		}
+		defer o.keep.remove()
+	}
+	facts, v, err := o.readAll(ctx, img, sel)
 	if err != nil {
 		return nil, err
 	}
-	return decide(ctx, cfg, c, v)
+	d, err := o.deep(ctx, img, cfg, facts, v, c.LibDir)
+	if err != nil {
+		return nil, err
+	}
+	return decide(ctx, cfg, c, v, d)
+}
+
+// deepWanted says whether the check of an image with settings c is deep.
+func (o VerifyOptions) deepWanted(c config.Config) bool {
+	return o.Deep || len(o.JobJARs) > 0 || c.Linkage
+}
+
+// deep returns the merged view with the bytes the deep check reads, or
+// nil when the check is not deep (no keeper was made).
+func (o VerifyOptions) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
+	if o.keep == nil {
+		return nil, nil
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("list layers: %w", err)
+	}
+	if len(layers) != len(facts) || len(cfg.RootFS.DiffIDs) != len(layers) {
+		return nil, fmt.Errorf("%w: %d layers, %d diff IDs, %d read", ErrLayer, len(layers), len(cfg.RootFS.DiffIDs), len(facts))
+	}
+	diffIDs := make([]string, len(layers))
+	for i, id := range cfg.RootFS.DiffIDs {
+		diffIDs[i] = id.String()
+	}
+	return o.readDeep(ctx, layers, diffIDs, facts, v, libDir)
 }
 
 // decide runs the entrypoint's own check on a merged view, with the
-// image guard as the image's own rule.
-func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view) (*Result, error) {
+// image guard as the image's own rule; with d, the deep check too, on
+// the JARs' bytes d holds.
+func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view, d *deepFS) (*Result, error) {
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
 	s.ReadJAR = v.readJAR
+	s.Deep = d != nil
+	var root fs.FS = v.fsys
+	if d != nil {
+		root = d
+	}
 	guard := func(*admission.Facts, *admission.Decision) []admission.Finding { return Guard(v.fsys, cfg, c) }
-	verdict, err := admit.Check(ctx, admit.Request{Root: v.fsys, Settings: s, Rules: []admit.Rule{guard}})
+	verdict, err := admit.Check(ctx, admit.Request{Root: root, Settings: s, Rules: []admit.Rule{guard}})
 	if err != nil {
 		return nil, err
 	}

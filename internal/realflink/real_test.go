@@ -26,7 +26,7 @@ const distMarker = ".fetch-flink-dist.ok"
 // flinkHome is the real distribution of a release, as scripts/fetch-flink-dist
 // laid it out under STREAMFUSION_FLINK_DIST. A missing layout is a failure,
 // not a skip: `make test-real` fetches them first.
-func flinkHome(t *testing.T, version string) string {
+func flinkHome(t testing.TB, version string) string {
 	t.Helper()
 	root := os.Getenv("STREAMFUSION_FLINK_DIST")
 	require.NotEmpty(t, root, "STREAMFUSION_FLINK_DIST must name the distribution cache; run `make test-real`")
@@ -38,7 +38,7 @@ func flinkHome(t *testing.T, version string) string {
 
 // jarPath is a JAR the distributions lack, fetched by Maven coordinates
 // into STREAMFUSION_FLINK_JARS (testdata/coordinates.txt).
-func jarPath(t *testing.T, artifact, version string) string {
+func jarPath(t testing.TB, artifact, version string) string {
 	t.Helper()
 	dir := os.Getenv("STREAMFUSION_FLINK_JARS")
 	require.NotEmpty(t, dir, "STREAMFUSION_FLINK_JARS must name the JAR cache; run `make test-real`")
@@ -50,7 +50,7 @@ func jarPath(t *testing.T, artifact, version string) string {
 }
 
 // realLib returns the JARs of a real distribution's lib, by file name.
-func realLib(t *testing.T, version string) map[string]string {
+func realLib(t testing.TB, version string) map[string]string {
 	t.Helper()
 	lib := filepath.Join(flinkHome(t, version), "lib")
 	entries, err := os.ReadDir(lib)

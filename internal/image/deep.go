@@ -1,0 +1,454 @@
+package image
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/memfs"
+	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+)
+
+// Bounds on what the deep check reads of one image. A hostile image (a
+// huge JAR, thousands of JARs) is refused with ErrDeepLimit, never read
+// into memory: the copies the first reading keeps stop at maxDeepBytes and
+// maxDeepJARs, and the JARs the check would open are counted against all
+// three bounds, from their facts, before any is opened or read again. The
+// real Flink 2.2.0 lib is 15 JARs, 267 MB and 55,466 central directory
+// entries (flink-dist 35,813); the bounds leave room for large fat-JAR libs
+// and stay within what one machine holds: the bytes go to disk, the class
+// indexes (about 150 bytes an entry) stay in memory.
+const (
+	maxDeepJARs    = 4096
+	maxDeepBytes   = 8 << 30 // on disk, in the private temporary directory
+	maxDeepEntries = 1 << 21 // central directory entries indexed: ~300 MB of indexes at most
+)
+
+// ErrDeepLimit marks an image (or job JARs) larger than the deep check reads.
+var ErrDeepLimit = errors.New("too large for the deep check")
+
+// JobJAR is a JAR file on this machine placed into the image's usrlib
+// ($FLINK_HOME/usrlib/Name, beside lib) for the check only, as a session
+// job's JAR is loaded by Flink's user-code class loader: child-first over
+// lib, except the parent-first patterns. Name is a plain *.jar file name;
+// Path is the file to read. A JAR of the image at the same place is
+// replaced by it.
+type JobJAR struct {
+	Name string
+	Path string
+}
+
+// deepFS is the merged view with the bytes of the JARs the deep check
+// reads: opening (or describing) one of them answers from its copy on
+// disk, everything else from the view's stand-ins. host's deep gathering
+// opens JARs through it with payload.OpenArchive, as it opens a
+// container's.
+type deepFS struct {
+	memfs.FS
+	files map[string]diskFile // resolved name -> its bytes
+}
+
+type diskFile struct {
+	path string
+	size int64
+}
+
+var _ fs.ReadLinkFS = (*deepFS)(nil)
+
+// keeper keeps, while the layers are read for their facts, a copy of
+// every JAR read (a layer's first entry of a name, the one the merged view
+// keeps) in a private temporary directory, so that the deep check reads
+// again only the layers the cache answered. It keeps at most maxDeepBytes
+// and maxDeepJARs; what it did not keep is read again, and bounded then.
+// Verify and Bake make one when the check is deep and remove its
+// directory, with every copy in it, before they return.
+type keeper struct {
+	dir   string
+	mu    sync.Mutex
+	files map[keptKey]diskFile // path "" while being written
+	bytes int64
+}
+
+type keptKey struct {
+	layer int
+	name  string
+}
+
+func newKeeper(tempDir string) (*keeper, error) {
+	dir, err := os.MkdirTemp(tempDir, "streamfusion-deep-*")
+	if err != nil {
+		return nil, fmt.Errorf("the deep check's temporary directory: %w", err)
+	}
+	return &keeper{dir: dir, files: map[keptKey]diskFile{}}, nil
+}
+
+// remove deletes the directory and every copy in it.
+func (k *keeper) remove() {
+	if k != nil {
+		_ = os.RemoveAll(k.dir)
+	}
+}
+
+// keep copies the JAR name of layer from ra, size bytes long.
+func (k *keeper) keep(layer int, name string, ra io.ReaderAt, size int64) error {
+	if k == nil {
+		return nil
+	}
+	key := keptKey{layer, name}
+	k.mu.Lock()
+	if _, ok := k.files[key]; ok || k.bytes+size > maxDeepBytes || len(k.files) >= maxDeepJARs {
+		k.mu.Unlock()
+		return nil
+	}
+	k.bytes += size
+	k.files[key] = diskFile{}
+	k.mu.Unlock()
+	f, err := os.CreateTemp(k.dir, "jar-*")
+	if err != nil {
+		return fmt.Errorf("keep /%s for the deep check: %w", name, err)
+	}
+	_, err = io.Copy(f, io.NewSectionReader(ra, 0, size))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("keep /%s for the deep check: %w", name, err)
+	}
+	k.mu.Lock()
+	k.files[key] = diskFile{path: f.Name(), size: size}
+	k.mu.Unlock()
+	return nil
+}
+
+func (d *deepFS) Open(name string) (fs.File, error) {
+	df, ok := d.files[name]
+	if !ok {
+		return d.FS.Open(name)
+	}
+	info, err := d.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(df.path)
+	if err != nil {
+		return nil, err
+	}
+	return &diskOpen{File: f, info: info}, nil
+}
+
+func (d *deepFS) Lstat(name string) (fs.FileInfo, error) {
+	info, err := d.FS.Lstat(name)
+	if df, ok := d.files[name]; ok && err == nil {
+		return sizedInfo{info, df.size}, nil
+	}
+	return info, err
+}
+
+func (d *deepFS) Stat(name string) (fs.FileInfo, error) {
+	target, _, err := rootfs.Resolve(d.FS, name)
+	if err != nil {
+		return nil, err
+	}
+	return d.Lstat(target)
+}
+
+// ReadFile reads a copied JAR from disk, anything else from the view.
+func (d *deepFS) ReadFile(name string) ([]byte, error) {
+	target, _, err := rootfs.Resolve(d.FS, name)
+	if err != nil {
+		return nil, err
+	}
+	if df, ok := d.files[target]; ok {
+		return os.ReadFile(df.path)
+	}
+	return d.FS.ReadFile(name)
+}
+
+type sizedInfo struct {
+	fs.FileInfo
+	size int64
+}
+
+func (s sizedInfo) Size() int64 { return s.size }
+
+// diskOpen is a copied JAR opened: the file on disk, described as the
+// image's file.
+type diskOpen struct {
+	*os.File
+	info fs.FileInfo
+}
+
+func (f *diskOpen) Stat() (fs.FileInfo, error) { return f.info, nil }
+
+// deepJARs returns the names (links resolved) of the JARs the deep check
+// opens: those host.List finds in lib and in usrlib beside it, as
+// host.Gather lists them.
+func deepJARs(v *view, libDir string) []string {
+	var out []string
+	for _, dir := range []string{libDir, path.Join(path.Dir(path.Clean(libDir)), "usrlib")} {
+		names, _, err := host.List(v.fsys, dir)
+		if err != nil {
+			continue
+		}
+		for _, n := range names {
+			target, info, err := rootfs.Resolve(v.fsys, n)
+			if err != nil || !info.Mode().IsRegular() || v.jars[target] == nil || slices.Contains(out, target) {
+				continue
+			}
+			out = append(out, target)
+		}
+	}
+	return out
+}
+
+// budget counts what the deep check reads against its bounds.
+type budget struct{ jars, entries, bytes int64 }
+
+func (b *budget) add(name string, size int64, entries int) error {
+	b.jars++
+	b.entries += int64(entries)
+	b.bytes += size
+	switch {
+	case b.jars > maxDeepJARs:
+		return fmt.Errorf("%w: more than %d JARs in lib and usrlib (at /%s)", ErrDeepLimit, maxDeepJARs, name)
+	case b.bytes > maxDeepBytes:
+		return fmt.Errorf("%w: the JARs of lib and usrlib hold more than %d bytes (at /%s, %d bytes)", ErrDeepLimit, int64(maxDeepBytes), name, size)
+	case b.entries > maxDeepEntries:
+		return fmt.Errorf("%w: the JARs of lib and usrlib hold more than %d entries (at /%s, %d entries)", ErrDeepLimit, maxDeepEntries, name, entries)
+	}
+	return nil
+}
+
+// readDeep finds the bytes of the JARs the deep check reads: for each,
+// the entry of the layer the merged view took it from (the topmost layer
+// writing the path, what whiteouts left). The copies the first reading
+// kept are used; the layers holding the others (those the cache answered)
+// are read again, front to back, each checked against its diff ID again,
+// and the wanted entries copied to the keeper's directory. Copies nothing
+// wants are deleted at once. The job JARs are placed in usrlib (they stay
+// where they are on disk).
+func (o VerifyOptions) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
+	if o.keep == nil {
+		return nil, errors.New("the deep check has no directory to keep JARs in")
+	}
+	d := &deepFS{FS: v.fsys, files: map[string]diskFile{}}
+	// Which layer each kept node came from.
+	from := map[*node]int{}
+	for i, lf := range facts {
+		for k := range lf.Nodes {
+			from[&lf.Nodes[k]] = i
+		}
+	}
+	var b budget
+	wanted := map[int]map[string]int64{} // layer -> name -> size
+	names := deepJARs(v, libDir)
+	usrlib := path.Join(path.Dir(path.Clean(libDir)), "usrlib")
+	for _, j := range o.JobJARs {
+		names = slices.DeleteFunc(names, func(n string) bool { return n == strings.TrimPrefix(path.Join(usrlib, j.Name), "/") })
+	}
+	for _, name := range names {
+		n, ok := v.fsys[name].Sys.(*node)
+		if !ok {
+			continue
+		}
+		i, ok := from[n]
+		if !ok {
+			continue
+		}
+		if err := b.add(name, n.Size, v.jars[name].Entries); err != nil {
+			return nil, err
+		}
+		if wanted[i] == nil {
+			wanted[i] = map[string]int64{}
+		}
+		wanted[i][name] = n.Size
+	}
+	if err := o.placeJobJARs(d, v, usrlib, &b); err != nil {
+		return nil, err
+	}
+	o.keep.mu.Lock()
+	for key, df := range o.keep.files {
+		if size, ok := wanted[key.layer][key.name]; ok && df.path != "" && df.size == size {
+			d.files[key.name] = df
+			delete(wanted[key.layer], key.name)
+			if len(wanted[key.layer]) == 0 {
+				delete(wanted, key.layer)
+			}
+		} else if df.path != "" {
+			_ = os.Remove(df.path)
+		}
+	}
+	clear(o.keep.files)
+	o.keep.mu.Unlock()
+	for i := range layers {
+		if wanted[i] == nil {
+			continue
+		}
+		if err := o.copyJARs(ctx, d, layers, i, diffIDs[i], wanted[i]); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// copyJARs reads layer i once and copies the wanted entries to d's directory.
+func (o VerifyOptions) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int, diffID string, wanted map[string]int64) error {
+	name := diffID
+	if dg, err := layers[i].Digest(); err == nil {
+		name = dg.String()
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("layer %d of %d (%s), the deep check's reading: %w", i+1, len(layers), name, err)
+	}
+	u := Update{Op: "classes", Layer: i + 1, Layers: len(layers), Digest: name}
+	if size, err := layers[i].Size(); err == nil {
+		u.Total = size
+	}
+	report := func(u Update) {
+		if o.Progress != nil {
+			o.Progress(u)
+		}
+	}
+	report(u)
+	rc, err := layers[i].Compressed()
+	if err != nil {
+		return fail(err)
+	}
+	defer rc.Close()
+	cr := &countingReader{r: &ctxReader{ctx: ctx, r: rc}, every: func(n int64) { w := u; w.Done = n; report(w) }}
+	r, done, err := decompress(cr)
+	if err != nil {
+		return fail(fmt.Errorf("decompress: %w", err))
+	}
+	defer done()
+	h := sha256.New()
+	tr := tar.NewReader(io.TeeReader(r, h))
+	for hd, err := range tarEntries(tr) {
+		if err != nil {
+			return fail(err)
+		}
+		n, err := clean(hd.Name)
+		if err != nil {
+			return fail(err)
+		}
+		size, ok := wanted[n]
+		if !ok || hd.Typeflag != tar.TypeReg {
+			continue
+		}
+		if _, taken := d.files[n]; taken {
+			continue // the merged view keeps a layer's first entry of a name
+		}
+		if hd.Size != size {
+			return fail(fmt.Errorf("%w: /%s is %d bytes, %d when the layer was first read", ErrLayer, n, hd.Size, size))
+		}
+		f, err := os.CreateTemp(o.keep.dir, "jar-*")
+		if err != nil {
+			return fail(err)
+		}
+		_, err = io.CopyN(f, tr, size)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fail(fmt.Errorf("copy /%s: %w", n, err))
+		}
+		d.files[n] = diskFile{path: f.Name(), size: size}
+	}
+	if _, err := io.Copy(h, r); err != nil {
+		return fail(fmt.Errorf("read tar: %w", err))
+	}
+	if diffID != "" {
+		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != diffID {
+			return fail(fmt.Errorf("%w: the layer's content is %s, its config says %s", ErrLayer, got, diffID))
+		}
+	}
+	for n := range wanted {
+		if _, ok := d.files[n]; !ok {
+			return fail(fmt.Errorf("%w: /%s is no longer in the layer", ErrLayer, n))
+		}
+	}
+	u.Done, u.Finished = cr.n, true
+	report(u)
+	return nil
+}
+
+// placeJobJARs puts the job JARs into the view's usrlib (through its link,
+// when usrlib is one), read for their facts from where they are.
+func (o VerifyOptions) placeJobJARs(d *deepFS, v *view, usrlib string, b *budget) error {
+	if len(o.JobJARs) == 0 {
+		return nil
+	}
+	dir := strings.TrimPrefix(path.Clean("/"+usrlib), "/")
+	target, info, err := rootfs.Resolve(v.fsys, dir)
+	switch {
+	case err == nil && !info.IsDir():
+		return fmt.Errorf("job JARs: /%s in the image is not a directory", dir)
+	case err == nil:
+		dir = target
+	case errors.Is(err, fs.ErrNotExist):
+		// No usrlib: it is made beside lib, where lib's parent leads.
+		if parent, info, err := rootfs.Resolve(v.fsys, path.Dir(dir)); err == nil && info.IsDir() {
+			dir = strings.TrimPrefix(path.Join(parent, "usrlib"), "./")
+		}
+	default:
+		return fmt.Errorf("job JARs: /%s in the image: %w", dir, err)
+	}
+	for _, j := range o.JobJARs {
+		if j.Name == "" || strings.Contains(j.Name, "/") || !strings.HasSuffix(j.Name, ".jar") {
+			return fmt.Errorf("job JAR file name %q: want a plain *.jar name", j.Name)
+		}
+		abs, err := filepath.Abs(j.Path)
+		if err != nil {
+			return fmt.Errorf("job JAR %s: %w", j.Path, err)
+		}
+		f, err := os.Open(abs)
+		if err != nil {
+			return fmt.Errorf("job JAR: %w", err)
+		}
+		info, err := f.Stat()
+		if err == nil && !info.Mode().IsRegular() {
+			err = errors.New("not a regular file")
+		}
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("job JAR %s: %w", j.Path, err)
+		}
+		name := dir + "/" + j.Name
+		facts := jarFactsOf(f, info.Size(), "/"+name)
+		f.Close()
+		if err := b.add(name, info.Size(), facts.Entries); err != nil {
+			return fmt.Errorf("job JAR %s: %w", j.Path, err)
+		}
+		v.fsys[name] = &memfs.File{Mode: PayloadMode, ModTime: info.ModTime(), Sys: &node{Name: name, Type: tar.TypeReg, Mode: PayloadMode, Size: info.Size()}}
+		v.jars[name] = facts
+		d.files[name] = diskFile{path: abs, size: info.Size()}
+	}
+	return nil
+}
+
+// ctxReader stops reading once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
