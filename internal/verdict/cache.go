@@ -61,8 +61,8 @@ type Options struct {
 	// an image whose base layers were seen before reads only its new ones.
 	Read image.VerifyOptions
 	// Deep verifies an image with a job JAR in its usrlib (the deep check:
-	// linkage and shadowing of the job's classes against lib/). nil:
-	// VerifyJob answers ErrNoDeep.
+	// linkage and shadowing of the job's classes against lib/), ImageDeep
+	// or a stand-in; nil: VerifyJob answers ErrNoDeep.
 	Deep func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error)
 }
 
@@ -169,6 +169,13 @@ func (c *Cache) VerifyJob(ctx context.Context, ref, platform string, cr Credenti
 		return nil, ErrNoDeep
 	}
 	return c.verifyRef(ctx, ref, platform, cr, &jar)
+}
+
+// ImageDeep is Options.Deep of internal/image: the image verified deep
+// with the job JAR in its usrlib.
+func ImageDeep(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
+	read.JobJARs = []image.JobJAR{{Name: jar.Name, Path: jar.Path}}
+	return read.Verify(ctx, img)
 }
 
 // Deep says whether VerifyJob can judge a job JAR (Options.Deep is set).

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
@@ -73,11 +76,11 @@ func TestSessionJobJARs(t *testing.T) {
 	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good})
 	clusters := mapClusters{objs: map[string]any{"flink/good": flinkDeployment(host+"/flink:good", "v2_2", "")}}
 	jars := newJARServer(t, map[string][]byte{
-		"good.jar":   []byte("PK a job that links"),
-		"broken.jar": []byte("PK a job that BROKEN links"),
+		"good.jar":   goodJobJAR(),
+		"broken.jar": mismatchedJobJAR(),
 		"big.jar":    bytes.Repeat([]byte("PK"), 1<<20),
 	})
-	deep, deepRuns := standInDeep()
+	deep, deepRuns := countingDeep()
 	var dirs []string
 	newConfig := func(policy string) Config {
 		dirs = append(dirs, t.TempDir())
@@ -115,7 +118,8 @@ func TestSessionJobJARs(t *testing.T) {
 		msg := r.Result.Message
 		assert.Contains(t, msg, "FlinkSessionJob flink/j: spec.job.jarURI "+jars.URL+"/broken.jar?... (sha256 ")
 		assert.Contains(t, msg, "on FlinkDeployment flink/basic, which StreamFusion refuses for this job:\n")
-		assert.Contains(t, msg, "/opt/flink/usrlib/broken.jar: stand-in: found the bytes BROKEN, required none; fix: rebuild the job")
+		assert.Contains(t, msg, "/opt/flink/usrlib/broken.jar: "+mismatchedFinding)
+		assert.Contains(t, msg, "fix: rebuild the job against Flink 2.2")
 		assert.NotContains(t, msg, "secret")
 	})
 	t.Run("a JAR the server does not have is denied", func(t *testing.T) {
@@ -164,7 +168,7 @@ func TestSessionJobJARs(t *testing.T) {
 				http.Error(w, "no", http.StatusUnauthorized)
 				return
 			}
-			_, _ = w.Write([]byte("PK authorised job"))
+			_, _ = w.Write(goodJobJAR())
 		}))
 		defer authed.Close()
 		r := review(s, authed.URL+"/job.jar", map[string]any{jobjar.HeaderOption: "Authorization: Bearer t0ken"})
@@ -188,6 +192,15 @@ func TestSessionJobJARs(t *testing.T) {
 			return err == nil && len(left) == 0
 		}, 10*time.Second, 10*time.Millisecond, "every fetched JAR is removed once judged")
 	}
+}
+
+// countingDeep is the deep check (verdict.ImageDeep), counted.
+func countingDeep() (func(context.Context, image.VerifyOptions, v1.Image, verdict.JobJAR) (*image.Result, error), *atomic.Int64) {
+	var runs atomic.Int64
+	return func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar verdict.JobJAR) (*image.Result, error) {
+		runs.Add(1)
+		return verdict.ImageDeep(ctx, read, img, jar)
+	}, &runs
 }
 
 // The job JARs of the deep-check cases, written as javac lays classes out
