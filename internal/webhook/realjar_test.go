@@ -139,14 +139,14 @@ func BenchmarkSessionJobReview(b *testing.B) {
 	body := reviewOf(b, "FlinkSessionJob", admissionv1.Create, sessionJobWith("real", r.jars.URL+"/flink-sql-connector-kafka-5.0.0-2.2.jar", nil))
 	cluster := reviewOf(b, "FlinkSessionJob", admissionv1.Create, sessionJobWith("real", "local:///opt/flink/usrlib/job.jar", nil))
 	run := func(b *testing.B, s *server) {
-		out := s.post(b, body)
+		out := s.postWithin(b, body, "30s") // the API server's largest timeoutSeconds
 		require.True(b, out.Response.Allowed, "%+v", out.Response.Result)
 	}
 	b.Run("cold", func(b *testing.B) {
 		b.StopTimer()
 		for range b.N {
 			s := startServer(b, r.config(b), http.DefaultTransport)
-			s.post(b, cluster) // the cluster's image verdict
+			s.postWithin(b, cluster, "30s") // the cluster's image verdict
 			b.StartTimer()
 			run(b, s)
 			b.StopTimer()
