@@ -81,18 +81,22 @@ func TestSessionJobJARs(t *testing.T) {
 		"big.jar":    bytes.Repeat([]byte("PK"), 1<<20),
 	})
 	deep, deepRuns := countingDeep()
+	// One verdict cache: the cluster's image is verified once, and the
+	// reviews of the short deadline below find it known. The deadlines are
+	// generous but for the case that is about one: the race detector and a
+	// loaded machine make a cold check slow.
+	cache := verdict.New(verdict.Options{Deep: deep, Remote: []remote.Option{remote.WithTransport(http.DefaultTransport)}})
 	var dirs []string
-	newConfig := func(policy string) Config {
+	newConfig := func(policy string, timeout time.Duration) Config {
 		dirs = append(dirs, t.TempDir())
 		f, err := jobjar.New(jobjar.Options{MaxBytes: 1 << 20, AnyHost: true, TempDir: dirs[len(dirs)-1]})
 		require.NoError(t, err)
-		return Config{FailurePolicy: policy, Clusters: clusters, Jobs: f, Timeout: 2 * time.Second,
-			Cache: verdict.New(verdict.Options{Deep: deep, Remote: []remote.Option{remote.WithTransport(http.DefaultTransport)}})}
+		return Config{FailurePolicy: policy, Clusters: clusters, Jobs: f, Timeout: timeout, Cache: cache}
 	}
-	cfg := newConfig(Fail)
+	cfg := newConfig(Fail, 28*time.Second)
 	s := startServer(t, cfg, http.DefaultTransport)
 	review := func(s *server, jarURI string, conf map[string]any) *admissionv1.AdmissionResponse {
-		return s.post(t, reviewOf(t, "FlinkSessionJob", admissionv1.Create, sessionJobWith("good", jarURI, conf))).Response
+		return s.postWithin(t, reviewOf(t, "FlinkSessionJob", admissionv1.Create, sessionJobWith("good", jarURI, conf)), "30s").Response
 	}
 	text := func(r *admissionv1.AdmissionResponse) string {
 		out := strings.Join(r.Warnings, "\n")
@@ -128,16 +132,19 @@ func TestSessionJobJARs(t *testing.T) {
 		assert.Contains(t, r.Result.Message, "FlinkSessionJob flink/j: spec.job.jarURI "+jars.URL+"/missing.jar: found 404 Not Found from its server, required a JAR the operator can fetch")
 	})
 	for _, policy := range []string{Fail, Ignore} {
-		s := startServer(t, newConfig(policy), http.DefaultTransport)
+		s, short := startServer(t, newConfig(policy, 28*time.Second), http.DefaultTransport), startServer(t, newConfig(policy, 3*time.Second), http.DefaultTransport)
 		down := httptest.NewServer(http.NotFoundHandler())
 		down.Close()
-		for name, tc := range map[string]struct{ uri, want string }{
-			"too large":   {jars.URL + "/big.jar", "the JAR is not fetched: fetch " + jars.URL + "/big.jar: larger than the limit: the server says 2 MiB, the limit is 1 MiB (the webhook's --job-jar-max-size, 1 MiB)"},
-			"server down": {down.URL + "/job.jar", "the JAR is not fetched: fetch " + down.URL + "/job.jar: dial tcp"},
-			"too slow":    {jars.URL + "/slow.jar", "the JAR is not fetched within 2s"},
+		for name, tc := range map[string]struct {
+			s         *server
+			uri, want string
+		}{
+			"too large":   {s, jars.URL + "/big.jar", "the JAR is not fetched: fetch " + jars.URL + "/big.jar: larger than the limit: the server says 2 MiB, the limit is 1 MiB (the webhook's --job-jar-max-size, 1 MiB)"},
+			"server down": {s, down.URL + "/job.jar", "the JAR is not fetched: fetch " + down.URL + "/job.jar: dial tcp"},
+			"too slow":    {short, jars.URL + "/slow.jar", "the JAR is not fetched within 3s"},
 		} {
 			t.Run(name+", failure policy "+policy, func(t *testing.T) {
-				r := review(s, tc.uri, nil)
+				r := review(tc.s, tc.uri, nil)
 				assert.Equal(t, policy == Ignore, r.Allowed)
 				assert.Contains(t, text(r), tc.want)
 			})
