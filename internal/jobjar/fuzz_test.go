@@ -56,7 +56,7 @@ func FuzzParseURI(f *testing.F) {
 			t.Fatalf("Name(%q) = %q", s, n)
 		}
 		r := Redact(u)
-		if u.RawQuery != "" && strings.Contains(r, u.RawQuery) && u.RawQuery != "..." {
+		if u.RawQuery != "" && !strings.HasSuffix(r, "?...") {
 			t.Fatalf("Redact(%q) = %q keeps the query", s, r)
 		}
 	})
