@@ -1,7 +1,11 @@
 // Command compare measures the entrypoint's whole-process time from start
 // to hand-off on the realistic lib, side by side in one run with the
 // JVM-side check, the minimal reader and a bare exec, alternating the runs.
-// It prints medians, ratios, peak RSS, bytes read and the I/O floor.
+// It prints medians and minimums of wall and CPU time (user plus system,
+// from the child's rusage), ratios, peak RSS, bytes read and the I/O floor,
+// and for each entrypoint build one line against the start path's budget:
+// at most 1.25x the minimal reader (issue 19), by the median wall and CPU
+// time of the same alternated run.
 package main
 
 import (
@@ -27,11 +31,19 @@ type contender struct {
 	env  []string
 	io   []string // argv that ends in ioreport instead of /bin/true; nil: not measured
 	runs []time.Duration
+	cpu  []time.Duration // user plus system time of each run
 	rss  []int64
 }
 
-// before is an earlier entrypoint binary to measure alongside, or "".
-var before string
+// befores are earlier entrypoint binaries to measure alongside.
+var befores []string
+
+// withJVM adds the JVM-side check to the layouts that have it.
+var withJVMCheck = true
+
+// budget is the start path's bound: the entrypoint's time over the minimal
+// reader's, wall and CPU (issue 19).
+const budget = 1.25
 
 func main() {
 	bin := flag.String("bin", "bin", "directory of the built binaries (entrypoint, bench-minimal, bench-bare, bench-ioreport) and bench-jvm classes")
@@ -39,8 +51,12 @@ func main() {
 	runs := flag.Int("runs", 21, "runs of each contender")
 	scales := flag.String("scales", "1,4,16", "entry-count scales to measure")
 	flinkLib := flag.String("flink-lib", "", "a real Flink distribution's lib (scripts/fetch-flink-dist): measured first, its JARs plus the realistic StreamFusion payloads")
-	flag.StringVar(&before, "before", "", "an earlier entrypoint build, measured alongside in the same alternation (before and after in one run)")
+	before := flag.String("before", "", "earlier entrypoint builds, comma-separated, measured alongside in the same alternation (before and after in one run)")
+	flag.BoolVar(&withJVMCheck, "jvm", true, "measure the JVM-side check too")
 	flag.Parse()
+	if *before != "" {
+		befores = strings.Split(*before, ",")
+	}
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	b := abs(*bin)
 	if *flinkLib != "" {
@@ -145,15 +161,19 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 			io: []string{filepath.Join(bin, "bench-minimal"), lib, ioreport}},
 		{name: "bare exec", argv: []string{filepath.Join(bin, "bench-bare"), "/bin/true"}, env: env},
 	}
-	if before != "" {
+	for i, before := range befores {
 		b, _ := filepath.Abs(before)
-		cs = append(cs, &contender{name: "entrypoint before", argv: []string{b, "jobmanager"}, env: cs[0].env})
+		name := "entrypoint before"
+		if len(befores) > 1 {
+			name = fmt.Sprintf("entrypoint before %d (%s)", i+1, filepath.Base(b))
+		}
+		cs = append(cs, &contender{name: name, argv: []string{b, "jobmanager"}, env: cs[0].env})
 	}
-	if withJVM {
+	if withJVM && withJVMCheck {
 		cs = append(cs, &contender{name: "JVM check", argv: []string{"java", "-Xshare:auto", "-cp", filepath.Join(bin, "bench-jvm"), "JarCheck", lib}, env: append(env, "JAVA_HOME="+os.Getenv("JAVA_HOME"))})
 	}
 	for _, c := range cs {
-		if _, err := runOnce(c); err != nil { // warm the page cache, check it works
+		if _, _, err := runOnce(c); err != nil { // warm the page cache, check it works
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
@@ -163,16 +183,17 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 	for i := 0; i < runs; i++ {
 		for k := range cs {
 			c := cs[(i+k)%len(cs)]
-			d, err := runOnce(c)
+			d, cpu, err := runOnce(c)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
 			c.runs = append(c.runs, d)
+			c.cpu = append(c.cpu, cpu)
 		}
 	}
 	fmt.Printf("\n## %s: %d JARs, %.0f MB, %d central-directory bytes; I/O floor %d bytes\n\n", label, njars, float64(size)/1e6, cd, floor)
-	fmt.Println("| contender | median | min | ratio to entrypoint | peak RSS | bytes read | read / floor |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| contender | median | min | CPU median | CPU min | ratio to entrypoint | peak RSS | bytes read | read / floor |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	ep := median(cs[0].runs)
 	for _, c := range cs {
 		for range 5 {
@@ -191,22 +212,45 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 			}
 			read, ratio = strconv.FormatInt(n, 10), fmt.Sprintf("%.2f", float64(n)/float64(floor))
 		}
-		fmt.Printf("| %s | %s | %s | %.2f | %.1f MB | %s | %s |\n", c.name, ms(m), ms(slices.Min(c.runs)), float64(m)/float64(ep),
-			float64(slices.Max(c.rss))/1024, read, ratio)
+		fmt.Printf("| %s | %s | %s | %s | %s | %.2f | %.1f MB | %s | %s |\n", c.name, ms(m), ms(slices.Min(c.runs)), ms(median(c.cpu)), ms(slices.Min(c.cpu)),
+			float64(m)/float64(ep), float64(slices.Max(c.rss))/1024, read, ratio)
+	}
+	fmt.Println()
+	reader := cs[1]
+	for _, c := range cs {
+		if strings.HasPrefix(c.name, "entrypoint") {
+			fmt.Println(verdict(c, reader))
+		}
 	}
 	return nil
 }
 
-func runOnce(c *contender) (time.Duration, error) {
+// verdict is one line of c against the budget over floor, the minimal
+// reader: the ratios of the medians (wall, CPU) decide; the minimums'
+// ratio is shown beside them, as the steadiest figure on a loaded machine.
+func verdict(c, floor *contender) string {
+	ratio := func(a, b []time.Duration) float64 { return float64(median(a)) / float64(median(b)) }
+	wall, cpu := ratio(c.runs, floor.runs), ratio(c.cpu, floor.cpu)
+	low := float64(slices.Min(c.runs)) / float64(slices.Min(floor.runs))
+	result := "PASS"
+	if wall > budget || cpu > budget {
+		result = "FAIL"
+	}
+	return fmt.Sprintf("budget %s: %s / minimal reader: wall median %.2fx, CPU median %.2fx (wall min %.2fx); at most %.2fx", result, c.name, wall, cpu, low, budget)
+}
+
+// runOnce runs c and returns its wall time and CPU time (user plus
+// system, the child's own rusage: the whole start and what it execs).
+func runOnce(c *contender) (time.Duration, time.Duration, error) {
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Env = c.env
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	d := time.Since(start)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s", err, out)
+		return 0, 0, fmt.Errorf("%w: %s", err, out)
 	}
-	return d, nil
+	return d, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }
 
 // peakRSS runs the contender under GNU time, a small process to fork from:

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"slices"
 	"strconv"
@@ -157,19 +158,46 @@ func KeysOf(release string) *Keys {
 		return nil
 	}
 	l.once.Do(func() {
-		data, err := keyTables.ReadFile("flinkkeys/" + release + ".txt")
+		text, err := embeddedText("flinkkeys/" + release + ".txt")
 		if err != nil {
 			panic(err) // embedded: cannot happen
 		}
-		l.keys = ParseKeys(release, string(data))
+		l.keys = ParseKeys(release, text)
 	})
 	return l.keys
+}
+
+// embeddedText is an embedded file as a string, copied once (ReadFile and
+// a conversion would copy it twice: 2 x 48 KB for a start).
+func embeddedText(name string) (string, error) {
+	f, err := keyTables.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.Grow(int(info.Size()))
+	buf := make([]byte, 4096)
+	for {
+		n, err := f.Read(buf)
+		b.Write(buf[:n])
+		if errors.Is(err, io.EOF) {
+			return b.String(), nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
 }
 
 // ParseKeys takes a table's text (sorted by key, as scripts/config-tables
 // writes it).
 func ParseKeys(release, text string) *Keys {
-	k := &Keys{Release: release, text: text}
+	k := &Keys{Release: release, text: text, lines: make([]int, 0, strings.Count(text, "\n")+1)}
 	for i := 0; i < len(text); {
 		k.lines = append(k.lines, i)
 		j := strings.IndexByte(text[i:], '\n')

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/big"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -229,12 +228,12 @@ func standardEntries(data []byte, file string) ([]admission.Entry, error) {
 	return f.out, nil
 }
 
-// blankComments empties the lines that are a comment from their first
-// column, keeping the line count: the shipped config.yaml is mostly such
-// lines, which the YAML parser would otherwise keep as comment nodes (most
-// of its time). In a mapping a line at column 0 cannot continue a block or
-// quoted scalar, so no value changes (TestConfigAsFlinkLoadsIt checks the
-// reading against Flink).
+// blankComments cuts the lines that are a comment from their first column
+// down to their '#', keeping the line count: the shipped config.yaml is
+// mostly such lines, whose text the YAML parser would otherwise keep in
+// comment nodes (most of its time). The '#' stays: an empty line would let
+// a plain scalar continue past the comment, where YAML (and Flink) ends it
+// (TestConfigAsFlinkLoadsIt checks the reading against Flink).
 func blankComments(data []byte) []byte {
 	if !bytes.Contains(data, []byte("\n#")) && !bytes.HasPrefix(data, []byte("#")) {
 		return data
@@ -242,9 +241,10 @@ func blankComments(data []byte) []byte {
 	out := make([]byte, 0, len(data))
 	for len(data) > 0 {
 		line, rest, found := bytes.Cut(data, []byte("\n"))
-		if len(line) == 0 || line[0] != '#' {
-			out = append(out, line...)
+		if len(line) > 0 && line[0] == '#' {
+			line = line[:1]
 		}
+		out = append(out, line...)
 		if found {
 			out = append(out, '\n')
 		}
@@ -372,14 +372,6 @@ func (f *flattener) flow(b *strings.Builder, n *yaml.Node, depth int, top bool) 
 	return nil
 }
 
-// The YAML 1.2 core schema, as snakeyaml-engine resolves plain scalars.
-var (
-	coreNull  = regexp.MustCompile(`^(null|Null|NULL|~)?$`)
-	coreBool  = regexp.MustCompile(`^(true|True|TRUE|false|False|FALSE)$`)
-	coreInt   = regexp.MustCompile(`^([-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$`)
-	coreFloat = regexp.MustCompile(`^([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))$`)
-)
-
 // resolve is a scalar's type: str, null, bool, int or float.
 func resolve(n *yaml.Node) string {
 	switch {
@@ -387,13 +379,13 @@ func resolve(n *yaml.Node) string {
 		return "str"
 	case n.Tag == "!!str" && n.Style&yaml.TaggedStyle != 0:
 		return "str"
-	case coreNull.MatchString(n.Value):
+	case isCoreNull(n.Value): // the YAML 1.2 core schema (scalars.go)
 		return "null"
-	case coreBool.MatchString(n.Value):
+	case isCoreBool(n.Value):
 		return "bool"
-	case coreInt.MatchString(n.Value):
+	case isCoreInt(n.Value):
 		return "int"
-	case coreFloat.MatchString(n.Value):
+	case isCoreFloat(n.Value):
 		return "float"
 	}
 	return "str"

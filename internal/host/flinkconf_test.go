@@ -95,6 +95,7 @@ func TestReadConfigRefuses(t *testing.T) {
 		{"a duplicate key", "a: 1\na: 2\n", admission.ErrConfigFlink},
 		{"a key without a value", "a:\n", admission.ErrConfigFlink},
 		{"a syntax error", "a: [\n", admission.ErrConfigFlink},
+		{"a plain value continued past a comment at column 0", "a: abc\n# c\n  def\n", admission.ErrConfigFlink},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -347,14 +347,27 @@ func releaseValue(data []byte, key string) (string, bool) {
 }
 
 func readSmall(fsys fs.FS, name string, limit int64) ([]byte, error) {
-	file, _, _, err := rootfs.OpenRegular(fsys, name)
+	file, _, info, err := rootfs.OpenRegular(fsys, name)
 	if err != nil {
 		return nil, err
 	}
 	defer file.Close()
-	data, err := io.ReadAll(io.LimitReader(file, limit+1))
-	if err != nil {
-		return nil, err
+	// Room for the file as its stat says, and a byte to see its end: one
+	// read, where io.ReadAll grows from 512 bytes.
+	data := make([]byte, 0, min(max(info.Size(), 0), limit)+1)
+	r := io.LimitReader(file, limit+1)
+	for {
+		if len(data) == cap(data) {
+			data = slices.Grow(data, 4096)
+		}
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if int64(len(data)) > limit {
 		return nil, errors.New("larger than a release file can be")

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -32,12 +33,11 @@ const (
 // keyJavaHome is the key Flink's scripts take the JDK from.
 const keyJavaHome = "env.java.home"
 
-// flatJavaHome is how bin/config.sh (1.18) and bin/bash-java-utils.sh (2.x)
-// read env.java.home: a sed over the file's lines, `^[ ]*KEY[ ]*: ([^#]*)`
-// (the dots of the key match any character), the value trimmed of spaces,
-// the last matching line winning even when its value is empty. Only the
-// flat key is seen, never a nested one; quotes are kept.
-var flatJavaHome = regexp.MustCompile(`^ *env.java.home *: ([^#]*)`)
+// bin/config.sh (1.18) and bin/bash-java-utils.sh (2.x) read
+// env.java.home with a sed over the file's lines, `^[ ]*KEY[ ]*: ([^#]*)`
+// (the dots of the key match any character; flatJavaHomeValue), the value
+// trimmed of spaces, the last matching line winning even when its value is
+// empty. Only the flat key is seen, never a nested one; quotes are kept.
 
 // javaChoice is what Flink's scripts take from the config file.
 type javaChoice struct {
@@ -107,12 +107,12 @@ func chooseJavaHome(fsys fs.FS, s Settings, file string) javaChoice {
 	found := false
 	base := strings.Count(string(data), "\n") // lines from here on were appended
 	for i, line := range strings.Split(text, "\n") {
-		m := flatJavaHome.FindStringSubmatch(line)
-		if m == nil {
+		v, ok := flatJavaHomeValue(line)
+		if !ok {
 			continue
 		}
 		found = true
-		c.home = strings.Trim(m[1], " ")
+		c.home = strings.Trim(v, " ")
 		c.origin = fmt.Sprintf("%s in %s, line %d", keyJavaHome, file, i+1)
 		if appended && i >= base {
 			c.origin = fmt.Sprintf("%s in FLINK_PROPERTIES, appended to %s by the image entrypoint", keyJavaHome, file)
@@ -178,7 +178,10 @@ func flatten(n *yaml.Node, prefix string, out map[string]string) {
 	}
 }
 
-var envRef = regexp.MustCompile(`\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))`)
+// envRef is compiled on first use: only 1.18's image path substitutes.
+var envRef = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))`)
+})
 
 // envsubst replaces $VAR and ${VAR} as GNU envsubst does: unset variables
 // become empty, anything else stays.
@@ -186,8 +189,9 @@ func envsubst(s string, getenv func(string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
-	return envRef.ReplaceAllStringFunc(s, func(ref string) string {
-		m := envRef.FindStringSubmatch(ref)
+	re := envRef()
+	return re.ReplaceAllStringFunc(s, func(ref string) string {
+		m := re.FindStringSubmatch(ref)
 		name := m[1] + m[2]
 		if getenv == nil {
 			return ""

@@ -1,5 +1,6 @@
 // Package payload reads JAR files as far as admission needs and no
 // further, and concludes what the JVM would: the central directory (walked
+// in place when the file is mapped, as rootfs.Host's files are, else
 // through one reused buffer, never loaded whole) with java.util.jar.JarFile's
 // rules, the manifest JarFile reads (parsed as java.util.jar.Manifest parses
 // it), flink-dist's version resource, the marks that make a JAR StreamFusion

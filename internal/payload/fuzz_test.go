@@ -67,6 +67,10 @@ func FuzzRead(f *testing.F) {
 		if fmt.Sprint(j.Err) != fmt.Sprint(k.Err) || j.Entries != k.Entries || !reflect.DeepEqual(j.Manifest, k.Manifest) {
 			t.Fatalf("bytes past size change the reading: %v/%d vs %v/%d", j.Err, j.Entries, k.Err, k.Entries)
 		}
+		// Read in place (as the entrypoint reads lib): the same reading.
+		if d := sameReading(j, payload.Read(inPlace(data), int64(len(data)), "/fuzz.jar", payload.Options{Properties: true})); d != "" {
+			t.Fatalf("read through a reader and in place differ: %s", d)
+		}
 		if j.Err != nil {
 			return
 		}

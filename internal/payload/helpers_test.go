@@ -3,7 +3,9 @@ package payload_test
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -14,10 +16,49 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
-// readBytes reads data as a lib JAR, version resource included.
+// readBytes reads data as a lib JAR, version resource included, both
+// through a plain reader and in place (a Mapper, as rootfs.Host's files
+// are read), and requires the two readings to agree.
 func readBytes(t *testing.T, data []byte) *payload.JAR {
 	t.Helper()
-	return payload.Read(bytes.NewReader(data), int64(len(data)), "/opt/flink/lib/x.jar", payload.Options{Properties: true})
+	j := payload.Read(bytes.NewReader(data), int64(len(data)), "/opt/flink/lib/x.jar", payload.Options{Properties: true})
+	requireSameReading(t, j, payload.Read(inPlace(data), int64(len(data)), "/opt/flink/lib/x.jar", payload.Options{Properties: true}))
+	return j
+}
+
+// mapped is a reader of data that also gives its bytes in place.
+type mapped struct {
+	*bytes.Reader
+	data []byte
+}
+
+func inPlace(data []byte) mapped { return mapped{bytes.NewReader(data), data} }
+
+func (m mapped) Map(off, n int64) ([]byte, bool) {
+	if off < 0 || n <= 0 || off+n > int64(len(m.data)) {
+		return nil, false
+	}
+	return m.data[off : off+n], true
+}
+
+// sameReading says how two readings of one JAR differ, "" when they agree.
+func sameReading(a, b *payload.JAR) string {
+	if fmt.Sprint(a.Err) != fmt.Sprint(b.Err) {
+		return fmt.Sprintf("error %v, in place %v", a.Err, b.Err)
+	}
+	x, y := *a, *b
+	x.Err, y.Err = nil, nil
+	if !reflect.DeepEqual(x, y) {
+		return fmt.Sprintf("%+v, in place %+v", x, y)
+	}
+	return ""
+}
+
+func requireSameReading(t *testing.T, a, b *payload.JAR) {
+	t.Helper()
+	if d := sameReading(a, b); d != "" {
+		t.Fatalf("read through a reader and in place differ: %s", d)
+	}
 }
 
 // requireRefused reads data and checks that it is refused with want.

@@ -35,6 +35,25 @@ func ManifestOf(attrs map[string]string, repeated []string) Manifest {
 
 // Get returns the value of the named attribute.
 func (m Manifest) Get(name string) (string, bool) {
+	// An ASCII name (every attribute name is) is lowered on the stack: a
+	// start asks a few thousand times, and strings.ToLower allocates.
+	var buf [72]byte
+	if len(name) <= len(buf) {
+		b := buf[:len(name)]
+		for i := 0; i < len(name); i++ {
+			c := name[i]
+			if c >= utf8.RuneSelf {
+				goto unicode
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b[i] = c
+		}
+		v, ok := m.attrs[string(b)]
+		return v, ok
+	}
+unicode:
 	v, ok := m.attrs[strings.ToLower(name)]
 	return v, ok
 }
@@ -74,10 +93,10 @@ func parseManifest(data []byte) (Manifest, error) {
 	}
 	lr := &lines{data: data}
 	m := Manifest{attrs: map[string]string{}}
-	if err := lr.section(func(name string, value []byte) {
-		key := strings.ToLower(name)
+	if err := lr.section(func(name, value []byte) {
+		key := lowerName(name)
 		if _, dup := m.attrs[key]; dup {
-			m.Repeated = append(m.Repeated, name)
+			m.Repeated = append(m.Repeated, string(name))
 		}
 		m.attrs[key] = strings.TrimSpace(decodeUTF8(value))
 	}); err != nil {
@@ -169,10 +188,14 @@ func (l *lines) peek() int {
 }
 
 // section reads headers up to an empty line or the end, and calls put for
-// each complete one. A nil put only checks them: the per-entry sections
-// of a large manifest (log4j-core's has hundreds) are read without a copy.
-func (l *lines) section(put func(name string, value []byte)) error {
-	var name, value []byte
+// each complete one (name and value are only valid during the call: a
+// value on one line is a slice of the data, a wrapped one is joined in a
+// buffer the section reuses). A nil put only checks them: the per-entry
+// sections of a large manifest (log4j-core's has hundreds) are read
+// without a copy.
+func (l *lines) section(put func(name, value []byte)) error {
+	var name, value, joined []byte
+	wrapped := false // value is in joined
 	for {
 		line, ok := l.next()
 		if !ok {
@@ -186,17 +209,18 @@ func (l *lines) section(put func(name string, value []byte)) error {
 				return fmt.Errorf("%w: line %d continues nothing", ErrManifest, l.n)
 			}
 			if put != nil {
-				value = append(value, line[1:]...)
+				if !wrapped {
+					joined, wrapped = append(joined[:0], value...), true
+				}
+				joined = append(joined, line[1:]...)
+				value = joined
 			}
 		} else {
 			c := bytes.IndexByte(line, ':')
 			if c < 0 || c+1 >= len(line) || line[c+1] != ' ' {
 				return fmt.Errorf("%w: line %d is not a \"Name: value\" header: %q", ErrManifest, l.n, clip(line))
 			}
-			name = line[:c]
-			if put != nil {
-				value = append([]byte(nil), line[c+2:]...)
-			}
+			name, value, wrapped = line[:c], line[c+2:], false
 		}
 		if l.peek() == ' ' {
 			continue // the value goes on
@@ -205,9 +229,23 @@ func (l *lines) section(put func(name string, value []byte)) error {
 			return fmt.Errorf("%w: line %d: %q is not an attribute name (1-70 of A-Z, a-z, 0-9, '-', '_')", ErrManifest, l.n, clip(name))
 		}
 		if put != nil {
-			put(string(name), value)
+			put(name, value)
 		}
 	}
+}
+
+// lowerName is a valid attribute name (ASCII: validName) in lower case, as
+// strings.ToLower gives it, in one allocation.
+func lowerName(name []byte) string {
+	var b strings.Builder
+	b.Grow(len(name))
+	for _, c := range name {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
 }
 
 // validName follows the JAR specification: alphanumerics, '-' and '_', 1

@@ -62,6 +62,8 @@ var configCorpus = []configCase{
 	{name: "argv over FLINK_PROPERTIES", launch: host.LaunchImage, file: "parallelism.default: 1\n",
 		props: "parallelism.default: 2", args: []string{"-Dparallelism.default=3"}},
 	{name: "empty file", file: ""},
+	{name: "a comment at column 0 ends a plain value", only: "2", file: "rest.address: abc\n# c\n  def\nrest.port: 8081\n"},
+	{name: "a comment at column 0 between keys", file: "rest.address: abc\n# c\nrest.port: 8081\n"},
 }
 
 // TestConfigAsFlinkLoadsIt loads each case of the corpus with real Flink
