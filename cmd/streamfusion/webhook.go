@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 	"github.com/streamfusion/image-entrypoint/internal/webhook"
@@ -30,6 +32,10 @@ type webhookOptions struct {
 	JSONLog       bool
 	Kubeconfig    string
 	Clusters      string
+	JobJARs       string
+	JobJARMax     string
+	JobJARCA      string
+	JobJARAnyHost bool
 }
 
 func newWebhook(env []string) *cobra.Command {
@@ -60,7 +66,20 @@ flinkdeployments): with --clusters=api (the default) the server uses the
 pod's ServiceAccount, or --kubeconfig; a session job on a refused cluster,
 or on one that does not exist, is denied. --clusters=none admits session
 jobs with a warning. GET /readyz fails while the serving certificate cannot
-be read or the FlinkDeployments are not listed yet.`,
+be read or the FlinkDeployments are not listed yet.
+
+A session job's JAR (spec.job.jarURI) is what the operator fetches and
+uploads to that cluster's JobManager: with --job-jars=fetch (the default)
+an http or https jarURI is fetched within the review's deadline (at most
+--job-jar-max-size; redirects to http and https only; the session job's
+kubernetes.operator.user.artifacts.http.header sent to the jarURI's host
+only; system roots plus --job-jar-ca-file; loopback, link-local,
+multicast and unspecified addresses refused unless --job-jar-any-host)
+and deep-checked on the cluster's images: linkage and shadowing errors
+deny, remembered by image digest and JAR digest, the JAR revalidated
+with its ETag or Last-Modified. local://, file:// and file system plugin
+schemes (s3://...) are read by the operator in its own pod: admitted
+with a warning that they are not judged.`,
 		Args: none,
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c) },
 	}
@@ -76,6 +95,10 @@ be read or the FlinkDeployments are not listed yet.`,
 	f.BoolVar(&o.JSONLog, "log-json", false, "log JSON lines")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig for the API (default: the pod's ServiceAccount)")
 	f.StringVar(&o.Clusters, "clusters", "api", "how a FlinkSessionJob's FlinkDeployment is found: api (read through the Kubernetes API) or none")
+	f.StringVar(&o.JobJARs, "job-jars", "fetch", "a FlinkSessionJob's http(s) jarURI: fetch (and deep-check it on its cluster's images) or off")
+	f.StringVar(&o.JobJARMax, "job-jar-max-size", "512Mi", "the largest job JAR fetched (a Kubernetes quantity: 512Mi, 1Gi)")
+	f.StringVar(&o.JobJARCA, "job-jar-ca-file", "", "PEM CA certificates trusted for https jarURIs besides the system roots")
+	f.BoolVar(&o.JobJARAnyHost, "job-jar-any-host", false, "also fetch jarURIs whose host is a loopback, link-local, multicast or unspecified address")
 	return c
 }
 
@@ -100,8 +123,13 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		return usagef("%v", err)
 	}
 	log := report.Logger(c.ErrOrStderr(), o.JSONLog, "info")
+	opts.Deep = deepCheck
+	jobs, err := o.jobFetcher()
+	if err != nil {
+		return err
+	}
 	cfg := webhook.Config{Cache: verdict.New(opts), Secrets: verdict.Secrets{Dir: o.PullSecrets},
-		Timeout: o.Timeout, FailurePolicy: o.FailurePolicy, Log: log}
+		Timeout: o.Timeout, FailurePolicy: o.FailurePolicy, Log: log, Jobs: jobs}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
@@ -129,6 +157,27 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		return err
 	}
 	return nil
+}
+
+// jobFetcher is the session jobs' JAR fetcher the flags ask for; nil
+// with --job-jars=off.
+func (o *webhookOptions) jobFetcher() (*jobjar.Fetcher, error) {
+	switch o.JobJARs {
+	case "off":
+		return nil, nil
+	case "fetch":
+	default:
+		return nil, usagef("--job-jars %q: want fetch or off", o.JobJARs)
+	}
+	q, err := resource.ParseQuantity(o.JobJARMax)
+	if err != nil || q.Value() <= 0 {
+		return nil, usagef("--job-jar-max-size %q: want a positive quantity such as 512Mi", o.JobJARMax)
+	}
+	f, err := jobjar.New(jobjar.Options{MaxBytes: q.Value(), CAFile: o.JobJARCA, AnyHost: o.JobJARAnyHost, UserAgent: "streamfusion-webhook"})
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	return f, nil
 }
 
 // apiClusters starts the FlinkDeployments' informer with the kubeconfig or

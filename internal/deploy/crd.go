@@ -41,8 +41,9 @@ type flinkSessionJob struct {
 	metav1.TypeMeta `json:",inline"`
 	Metadata        metav1.ObjectMeta `json:"metadata"`
 	Spec            struct {
-		DeploymentName string `json:"deploymentName"`
-		Job            *struct {
+		DeploymentName     string         `json:"deploymentName"`
+		FlinkConfiguration map[string]any `json:"flinkConfiguration"`
+		Job                *struct {
 			JarURI string `json:"jarURI"`
 		} `json:"job"`
 	} `json:"spec"`

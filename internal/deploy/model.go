@@ -46,7 +46,10 @@ type Resource struct {
 	// Flink's keys in key order; nil when it has none.
 	Config []admission.Entry `json:"flinkConfiguration,omitempty"`
 	// Target is the FlinkDeployment a FlinkSessionJob runs on.
-	Target     string      `json:"deploymentName,omitempty"`
+	Target string `json:"deploymentName,omitempty"`
+	// JarURI is a FlinkSessionJob's spec.job.jarURI: the JAR the operator
+	// fetches and uploads to that FlinkDeployment's JobManager.
+	JarURI     string      `json:"jarURI,omitempty"`
 	Containers []Container `json:"containers"`
 	// Notes say what was seen but not checked (sidecars, a Pod template
 	// without a Flink container).

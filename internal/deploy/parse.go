@@ -304,6 +304,10 @@ func fromSessionJob(sj *flinkSessionJob) *Resource {
 	m := sj.Metadata
 	r := &Resource{Kind: "FlinkSessionJob", Namespace: m.Namespace, Name: m.Name,
 		Cluster: key(m.Namespace, sj.Spec.DeploymentName), Target: sj.Spec.DeploymentName, Containers: []Container{}}
+	if sj.Spec.Job != nil {
+		r.JarURI = sj.Spec.Job.JarURI
+	}
+	r.Config = flinkConfiguration(sj.Spec.FlinkConfiguration, "spec.flinkConfiguration of "+r.ID())
 	r.Notes = append(r.Notes, fmt.Sprintf("runs on FlinkDeployment %s: its images are the ones checked", key(m.Namespace, sj.Spec.DeploymentName)))
 	return r
 }

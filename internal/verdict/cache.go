@@ -60,11 +60,38 @@ type Options struct {
 	// Read is how an image's layers are read: with the layer-facts cache,
 	// an image whose base layers were seen before reads only its new ones.
 	Read image.VerifyOptions
+	// Deep verifies an image with a job JAR in its usrlib (the deep check:
+	// linkage and shadowing of the job's classes against lib/), ImageDeep
+	// or a stand-in; nil: VerifyJob answers ErrNoDeep.
+	Deep func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error)
 }
+
+// JobJAR is a session job's JAR for the deep check: the file at Path is
+// placed at $FLINK_HOME/usrlib/Name of the image.
+type JobJAR struct {
+	Name   string
+	Path   string // "" when only the digest is known (an unchanged JAR)
+	SHA256 string // hex, the verdict's key with the image digest
+	// Release is called once the file is no longer needed: when the
+	// verification that reads it ends (it may outlive the caller's
+	// deadline), or at once when it is not read. nil: nothing to do.
+	Release func()
+}
+
+// Errors of VerifyJob.
+var (
+	// ErrNoDeep is a cache without Options.Deep.
+	ErrNoDeep = errors.New("the deep check is not available")
+	// ErrNeedJAR is a JobJAR without a file whose verdict is not kept
+	// (evicted, or a new image): fetch the JAR and ask again.
+	ErrNeedJAR = errors.New("the job JAR's verdict on this image is not kept: its bytes are needed")
+)
 
 // Stats count what the cache did.
 type Stats struct {
 	Hits, Verified, Resolved atomic.Int64
+	// Deep counts the verifications with a job JAR (a subset of Verified).
+	Deep atomic.Int64
 }
 
 // Cache verifies images and keeps verdicts by digest.
@@ -125,6 +152,52 @@ func (c *Cache) puller(cr Credentials) (*remote.Puller, error) {
 // Verify returns the verdict on ref for platform ("" for the default),
 // with the given credentials.
 func (c *Cache) Verify(ctx context.Context, ref, platform string, cr Credentials) (*Verdict, error) {
+	return c.verifyRef(ctx, ref, platform, cr, nil)
+}
+
+// VerifyJob returns the verdict on ref with the job JAR in its usrlib: the
+// deep check. Verdicts are kept by image digest and JAR digest, so a JAR
+// judged on an image before answers without reading either.
+func (c *Cache) VerifyJob(ctx context.Context, ref, platform string, cr Credentials, jar JobJAR) (*Verdict, error) {
+	release := func() {}
+	if jar.Release != nil {
+		release = sync.OnceFunc(jar.Release)
+	}
+	jar.Release = release
+	if c.opts.Deep == nil {
+		release()
+		return nil, ErrNoDeep
+	}
+	return c.verifyRef(ctx, ref, platform, cr, &jar)
+}
+
+// ImageDeep is Options.Deep of internal/image: the image verified deep
+// with the job JAR in its usrlib.
+func ImageDeep(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
+	read.JobJARs = []image.JobJAR{{Name: jar.Name, Path: jar.Path}}
+	return read.Verify(ctx, img)
+}
+
+// Deep says whether VerifyJob can judge a job JAR (Options.Deep is set).
+func (c *Cache) Deep() bool { return c.opts.Deep != nil }
+
+// jobKey is what a job JAR adds to a verdict's key.
+func jobKey(jar *JobJAR) string {
+	if jar == nil {
+		return ""
+	}
+	return "|jar:" + jar.SHA256
+}
+
+func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credentials, jar *JobJAR) (*Verdict, error) {
+	// The JAR is released on every path but the one that hands it to a
+	// verification.
+	handed := false
+	defer func() {
+		if !handed {
+			jar.release()
+		}
+	}()
 	want := c.opts.Platform
 	if platform != "" {
 		p, err := v1.ParsePlatform(platform)
@@ -135,7 +208,7 @@ func (c *Cache) Verify(ctx context.Context, ref, platform string, cr Credentials
 	}
 	if c.opts.Local {
 		if _, err := os.Stat(ref); err == nil {
-			return c.local(ctx, ref, want)
+			return c.local(ctx, ref, want, jar) // released when the call returns
 		}
 	}
 	r, err := name.ParseReference(ref)
@@ -160,23 +233,47 @@ func (c *Cache) Verify(ctx context.Context, ref, platform string, cr Credentials
 		// Fetch what HEAD named, so a tag moved meanwhile cannot mix verdicts.
 		r = r.Context().Digest(top)
 	}
-	if v := c.lookup(top, plat); v != nil {
+	sfx := jobKey(jar)
+	if v := c.lookup(top, plat, sfx); v != nil {
 		return c.hit(v, ref), nil
 	}
-	// One verification per image, detached from this caller's deadline.
-	ch := c.group.DoChan(top+"|"+plat, func() (any, error) {
+	if jar != nil && jar.Path == "" {
+		return nil, ErrNeedJAR
+	}
+	// One verification per image (and job JAR), detached from this
+	// caller's deadline. A caller whose function is not the one run (it
+	// joined a verification under way) releases its JAR when that ends.
+	var ran atomic.Bool
+	handed = true
+	ch := c.group.DoChan(top+"|"+plat+sfx, func() (any, error) {
+		ran.Store(true)
+		defer jar.release()
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.VerifyTimeout)
 		defer cancel()
-		return c.fetchAndVerify(vctx, r, want, p)
+		return c.fetchAndVerify(vctx, r, want, p, jar)
 	})
+	joined := func() {
+		if !ran.Load() {
+			jar.release()
+		}
+	}
 	select {
 	case res := <-ch:
+		joined()
 		if res.Err != nil {
 			return nil, res.Err
 		}
 		return c.hit(res.Val.(*Verdict), ref), nil
 	case <-ctx.Done():
+		go func() { <-ch; joined() }()
 		return nil, fmt.Errorf("verify %s: %w", ref, context.Cause(ctx))
+	}
+}
+
+// release is JobJAR.Release on a nil-able JAR.
+func (j *JobJAR) release() {
+	if j != nil && j.Release != nil {
+		j.Release()
 	}
 }
 
@@ -188,7 +285,7 @@ func (c *Cache) hit(v *Verdict, ref string) *Verdict {
 	return &cp
 }
 
-func (c *Cache) fetchAndVerify(ctx context.Context, r name.Reference, want v1.Platform, p *remote.Puller) (*Verdict, error) {
+func (c *Cache) fetchAndVerify(ctx context.Context, r name.Reference, want v1.Platform, p *remote.Puller, jar *JobJAR) (*Verdict, error) {
 	desc, err := p.Get(ctx, r)
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrResolve, r, err)
@@ -207,11 +304,11 @@ func (c *Cache) fetchAndVerify(ctx context.Context, r name.Reference, want v1.Pl
 	} else if img, err = desc.Image(); err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrResolve, r, err)
 	}
-	v, err := c.verify(ctx, r.String(), img, want)
+	v, err := c.verify(ctx, r.String(), img, want, jar)
 	if err != nil {
 		return nil, err
 	}
-	c.store(v, top, want.String())
+	c.store(v, top, want.String(), jobKey(jar))
 	return v, nil
 }
 
@@ -235,7 +332,7 @@ func pick(idx v1.ImageIndex, want v1.Platform) (v1.Image, error) {
 // ErrNoPlatform is an index without the platform the pod will run on.
 var ErrNoPlatform = errors.New("no image for the platform")
 
-func (c *Cache) local(ctx context.Context, ref string, want v1.Platform) (*Verdict, error) {
+func (c *Cache) local(ctx context.Context, ref string, want v1.Platform, jar *JobJAR) (*Verdict, error) {
 	src, err := image.Open(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -248,27 +345,36 @@ func (c *Cache) local(ctx context.Context, ref string, want v1.Platform) (*Verdi
 	if err != nil {
 		return nil, err
 	}
-	if v := c.lookup(d.String(), want.String()); v != nil {
+	if v := c.lookup(d.String(), want.String(), jobKey(jar)); v != nil {
 		return c.hit(v, ref), nil
 	}
-	v, err := c.verify(ctx, ref, imgs[0].Image, want)
+	if jar != nil && jar.Path == "" {
+		return nil, ErrNeedJAR
+	}
+	v, err := c.verify(ctx, ref, imgs[0].Image, want, jar)
 	if err != nil {
 		return nil, err
 	}
-	c.store(v, d.String(), want.String())
+	c.store(v, d.String(), want.String(), jobKey(jar))
 	return v, nil
 }
 
 // verify runs the entrypoint's rules on one image. Images the rules cannot
 // run on for reasons of their own content are verdicts; anything else is
 // an error.
-func (c *Cache) verify(ctx context.Context, ref string, img v1.Image, want v1.Platform) (*Verdict, error) {
+func (c *Cache) verify(ctx context.Context, ref string, img v1.Image, want v1.Platform, jar *JobJAR) (*Verdict, error) {
 	d, err := img.Digest()
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
 	}
 	c.Stats.Verified.Add(1)
-	res, err := c.opts.Read.Verify(ctx, img)
+	var res *image.Result
+	if jar != nil {
+		c.Stats.Deep.Add(1)
+		res, err = c.opts.Deep(ctx, c.opts.Read, img, *jar)
+	} else {
+		res, err = c.opts.Read.Verify(ctx, img)
+	}
 	v := &Verdict{Ref: ref, Digest: d.String(), Platform: want.String()}
 	switch {
 	case errors.Is(err, image.ErrConfig), errors.Is(err, image.ErrLayer):
@@ -283,23 +389,23 @@ func (c *Cache) verify(ctx context.Context, ref string, img v1.Image, want v1.Pl
 	return v, nil
 }
 
-func (c *Cache) lookup(digest, platform string) *Verdict {
+func (c *Cache) lookup(digest, platform, sfx string) *Verdict {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if v, ok := c.entries[digest]; ok {
+	if v, ok := c.entries[digest+sfx]; ok {
 		return v
 	}
-	return c.entries[digest+"|"+platform]
+	return c.entries[digest+"|"+platform+sfx]
 }
 
 // store keeps v under its image digest and under the digest the reference
 // resolved to (an index's, with the platform).
-func (c *Cache) store(v *Verdict, top, platform string) {
+func (c *Cache) store(v *Verdict, top, platform, sfx string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	keys := []string{v.Digest}
+	keys := []string{v.Digest + sfx}
 	if top != v.Digest {
-		keys = append(keys, top+"|"+platform)
+		keys = append(keys, top+"|"+platform+sfx)
 	}
 	for _, k := range keys {
 		if _, ok := c.entries[k]; !ok {

@@ -12,6 +12,13 @@
 // cache (Options.Read), a cold verdict of an image whose base layers are
 // known reads only its new layers.
 //
+// VerifyJob is the same with a session job's JAR placed in the image's
+// usrlib for the deep check (Options.Deep): those verdicts are kept by
+// image digest and JAR digest, so a JAR judged on a cluster's image before
+// answers without a byte of either. The JAR's file is the caller's; the
+// cache releases it (JobJAR.Release) when the verification that reads it
+// ends, which may be after the caller gave up.
+//
 // Credentials come from a keychain per call: the Docker config
 // (authn.DefaultKeychain, DOCKER_CONFIG) and pull-secret files (Secrets).
 package verdict

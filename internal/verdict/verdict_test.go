@@ -123,11 +123,11 @@ func TestDigestVerdicts(t *testing.T) {
 func TestEviction(t *testing.T) {
 	c := New(Options{MaxEntries: 2})
 	for _, d := range []string{"sha256:a", "sha256:b", "sha256:c"} {
-		c.store(&Verdict{Digest: d}, d, "linux/amd64")
+		c.store(&Verdict{Digest: d}, d, "linux/amd64", "")
 	}
 	assert.Equal(t, 2, c.Len())
-	assert.Nil(t, c.lookup("sha256:a", "linux/amd64"), "the oldest goes first")
-	assert.NotNil(t, c.lookup("sha256:c", "linux/amd64"))
+	assert.Nil(t, c.lookup("sha256:a", "linux/amd64", ""), "the oldest goes first")
+	assert.NotNil(t, c.lookup("sha256:c", "linux/amd64", ""))
 }
 
 func TestPullSecretFiles(t *testing.T) {

@@ -28,10 +28,15 @@
 // job is judged by the cluster, read through the Kubernetes API (Clusters:
 // client-go's informer cache, get/list/watch on flinkdeployments), and
 // denied when the cluster is refused or does not exist. The session job's
-// own JAR (spec.job.jarURI) is not judged against the cluster's lib here.
+// own JAR (an http or https spec.job.jarURI, which the operator fetches and
+// uploads to that cluster) is fetched (Config.Jobs, internal/jobjar) and
+// deep-checked on the cluster's images (verdict.Cache.VerifyJob): its
+// linkage and shadowing errors deny. A JAR the operator reads in its own
+// pod (local://, file://, s3://...) is admitted with a warning.
 //
 // The server does not read Secrets through the API: registry credentials
 // come from a Docker config (DOCKER_CONFIG) and from pull secrets mounted
 // as files (verdict.Secrets), tried in the order of the pod's
-// imagePullSecrets. FlinkDeployments are all it reads through the API.
+// imagePullSecrets. FlinkDeployments are all it reads through the API; job
+// JARs are fetched with the session job's own header option only.
 package webhook

@@ -232,7 +232,14 @@ func reviewOf(t testing.TB, kind string, op admissionv1.Operation, obj any) []by
 // status but 200.
 func (s *server) post(t testing.TB, body []byte) *admissionv1.AdmissionReview {
 	t.Helper()
-	resp, err := s.client.Post(s.url+"/validate?timeout=10s", "application/json", strings.NewReader(string(body)))
+	return s.postWithin(t, body, "10s")
+}
+
+// postWithin posts a review with the API server's timeout (its
+// timeoutSeconds) in the URL.
+func (s *server) postWithin(t testing.TB, body []byte, timeout string) *admissionv1.AdmissionReview {
+	t.Helper()
+	resp, err := s.client.Post(s.url+"/validate?timeout="+timeout, "application/json", strings.NewReader(string(body)))
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)

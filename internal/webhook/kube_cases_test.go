@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -61,13 +62,17 @@ spec:
 }
 
 func sessionJobYAML(ns, name, cluster string) string {
+	return sessionJobJARYAML(ns, name, cluster, "local:///opt/flink/usrlib/job.jar")
+}
+
+func sessionJobJARYAML(ns, name, cluster, jarURI string) string {
 	return fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
 kind: FlinkSessionJob
 metadata: {name: %s, namespace: %s}
 spec:
   deploymentName: %s
-  job: {jarURI: "local:///opt/flink/usrlib/job.jar", parallelism: 1, upgradeMode: stateless}
-`, name, ns, cluster)
+  job: {jarURI: %q, parallelism: 1, upgradeMode: stateless}
+`, name, ns, cluster, jarURI)
 }
 
 // TestRealAPIServer: deploy/ and the chart against a real kube-apiserver,
@@ -178,7 +183,13 @@ func TestRealAPIServer(t *testing.T) {
 	first, second := newPKI(t, dir, "first"), newPKI(t, dir, "second")
 	second.certFile, second.keyFile = first.certFile, first.keyFile
 	first.write(t, time.Now().Add(-time.Minute))
-	h := k.startHook(t, bin, first, []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache")}, "--timeout=8s", "--failure-policy=Fail")
+	// Session jobs' JARs on a loopback server (the webhook refuses
+	// loopback addresses unless --job-jar-any-host).
+	jars := newJARServer(t, kubeJobJARs())
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	h := k.startHook(t, bin, first, []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache")}, "--timeout=8s", "--failure-policy=Fail",
+		"--job-jar-any-host", "--job-jar-max-size=1Mi")
 	caBundle := append(append([]byte{}, first.caPEM...), second.caPEM...)
 	k.register(t, h.addr, caBundle, Fail, 10)
 	eventually(t, "the webhook denies a refused image", func() error {
@@ -229,6 +240,17 @@ spec:
 `, plain)},
 		{name: "the Deployment's Pod", obj: podYAML("flink", "tm-abc12", plain, "component: taskmanager"), dryRun: true, contains: []string{firstLine(tm)}},
 		{name: "session job on a good cluster", obj: sessionJobYAML("flink", "sj-good", "good"), allowed: true},
+		{name: "session job whose JAR links against its cluster's lib", obj: sessionJobJARYAML("flink", "sj-jar-good", "good", jars.URL+"/good-job.jar"), allowed: true},
+		{name: "session job whose JAR does not link against its cluster's lib", obj: sessionJobJARYAML("flink", "sj-jar-bad", "good", jars.URL+"/mismatched-job.jar"),
+			contains: []string{`admission webhook "flink-resources.streamfusion-webhook.streamfusion.svc" denied the request: FlinkSessionJob flink/sj-jar-bad: spec.job.jarURI ` + jars.URL + "/mismatched-job.jar (sha256 ",
+				"on FlinkDeployment flink/good, which StreamFusion refuses for this job:", "/opt/flink/usrlib/mismatched-job.jar: " + mismatchedFinding}},
+		{name: "session job whose JAR is over --job-jar-max-size", obj: sessionJobJARYAML("flink", "sj-jar-big", "good", jars.URL+"/big-job.jar"),
+			contains: []string{"StreamFusion could not verify this object (failure policy Fail): FlinkSessionJob flink/sj-jar-big: spec.job.jarURI " + jars.URL + "/big-job.jar on FlinkDeployment flink/good: the JAR is not fetched",
+				"larger than the limit: the server says 2 MiB, the limit is 1 MiB (the webhook's --job-jar-max-size, 1 MiB)"}},
+		{name: "session job whose JAR server is down", obj: sessionJobJARYAML("flink", "sj-jar-down", "good", down.URL+"/job.jar"),
+			contains: []string{"StreamFusion could not verify this object (failure policy Fail): FlinkSessionJob flink/sj-jar-down: spec.job.jarURI " + down.URL + "/job.jar on FlinkDeployment flink/good: the JAR is not fetched", "connection refused"}},
+		{name: "session job whose JAR is not there", obj: sessionJobJARYAML("flink", "sj-jar-404", "good", jars.URL+"/nope.jar"),
+			contains: []string{"FlinkSessionJob flink/sj-jar-404: spec.job.jarURI " + jars.URL + "/nope.jar: found 404 Not Found from its server, required a JAR the operator can fetch"}},
 		{name: "session job on a refused cluster", obj: sessionJobYAML("flink", "sj-refused", "refused"),
 			contains: []string{"FlinkSessionJob flink/sj-refused runs on FlinkDeployment flink/refused, which StreamFusion refuses: flink-main-container (kubernetes-jobmanager) image " + plain}},
 		{name: "session job on a missing cluster", obj: sessionJobYAML("flink", "sj-missing", "nope"),
@@ -264,7 +286,8 @@ spec:
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(exdir, filepath.Base(f)), bytes.ReplaceAll(b, []byte("IMAGE"), []byte(good)), 0o600))
+			b = bytes.ReplaceAll(bytes.ReplaceAll(b, []byte("IMAGE"), []byte(good)), []byte("JARS"), []byte(jars.URL))
+			require.NoError(t, os.WriteFile(filepath.Join(exdir, filepath.Base(f)), b, 0o600))
 		}
 		verify := osexec.Command(bin, "verify", "-f", exdir)
 		verify.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
@@ -279,7 +302,7 @@ spec:
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			require.NoError(t, err)
-			obj := strings.ReplaceAll(string(b), "IMAGE", plain)
+			obj := strings.ReplaceAll(strings.ReplaceAll(string(b), "IMAGE", plain), "JARS", jars.URL)
 			out, err := k.apply(obj, "-n", "examples", "--dry-run=server")
 			require.Error(t, err, "%s on the plain image admitted: %s", f, out)
 			assert.Contains(t, out, "StreamFusion refused", f)
@@ -429,4 +452,14 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// kubeJobJARs are the JARs the real API server's cases fetch.
+func kubeJobJARs() map[string][]byte {
+	return map[string][]byte{
+		"good-job.jar":       goodJobJAR(),
+		"mismatched-job.jar": mismatchedJobJAR(),
+		"big-job.jar":        bytes.Repeat([]byte("PK"), 1<<20),
+		"flink-examples-streaming/TopSpeedWindowing.jar": goodJobJAR(),
+	}
 }

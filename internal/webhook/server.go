@@ -21,6 +21,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
+	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
@@ -54,6 +55,10 @@ type Config struct {
 	// Clusters finds a FlinkSessionJob's FlinkDeployment; nil: session
 	// jobs are admitted with a warning.
 	Clusters Clusters
+	// Jobs fetches a session job's JAR (an http or https jarURI) for the
+	// deep check against its cluster's images (Cache.VerifyJob); nil: the
+	// JAR is not judged, and a warning says so.
+	Jobs *jobjar.Fetcher
 	// Ready are the readiness checks of GET /readyz (the serving
 	// certificate, the clusters' cache), each nil when ready.
 	Ready []func() error
@@ -256,7 +261,11 @@ func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest, 
 // judgement is what the images of one object say: refusals (the rules or
 // the set checks), failures (an image not verified in time, or unreadable)
 // and warnings.
-type judgement struct{ refusals, failures, warnings []string }
+type judgement struct {
+	refusals, failures, warnings []string
+	// admitted are the containers whose images were admitted.
+	admitted []deploy.Container
+}
 
 // judge verifies each distinct image of res and checks the set.
 func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Duration) judgement {
@@ -294,6 +303,7 @@ func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Dur
 			j.refusals = append(j.refusals, who+": "+v.Message(string(ct.Role)))
 		default:
 			members = append(members, deploy.Member{Resource: res, Container: ct, Facts: v.Facts})
+			j.admitted = append(j.admitted, ct)
 			if v.Decision != nil {
 				for _, f := range v.Decision.Warnings() {
 					j.warnings = append(j.warnings, fmt.Sprintf("%s: [%s] %s", ct.Image, f.Rule, f.Text()))
@@ -350,7 +360,7 @@ func (c *Config) sessionJob(ctx context.Context, res *deploy.Resource, limit tim
 		r.Warnings = append(r.Warnings, v.warnings...)
 		return r
 	}
-	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: v.warnings}
+	return c.jobJAR(ctx, res, fd, v, limit)
 }
 
 // failure answers in the configured failure direction.

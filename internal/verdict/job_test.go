@@ -1,0 +1,108 @@
+package verdict
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/image"
+)
+
+// releases counts a JobJAR's Release calls.
+type releases struct{ n atomic.Int64 }
+
+func (r *releases) jar(sha, path string) JobJAR {
+	return JobJAR{Name: "job.jar", Path: path, SHA256: sha, Release: func() { r.n.Add(1) }}
+}
+
+// TestVerifyJob: verdicts with a job JAR are kept by image digest and JAR
+// digest, apart from the image's own verdict, and each JAR file is
+// released exactly once. The deep check here is the image's real
+// verification plus a finding naming the JAR it was given: what is under
+// test is the caching and the JAR's lifetime, not the deep check (its
+// own tests are internal/image's).
+func TestVerifyJob(t *testing.T) {
+	host, _ := serve(t, "", "")
+	push(t, host+"/flink:plain", plainFlink(t, "amd64"))
+	ref := host + "/flink:plain"
+	ctx := context.Background()
+
+	t.Run("no deep check", func(t *testing.T) {
+		var r releases
+		_, err := New(Options{}).VerifyJob(ctx, ref, "", Credentials{}, r.jar("aa", "/nonexistent"))
+		require.ErrorIs(t, err, ErrNoDeep)
+		assert.Equal(t, int64(1), r.n.Load())
+	})
+
+	var calls atomic.Int64
+	gate := make(chan struct{})
+	close(gate)
+	var hold atomic.Pointer[chan struct{}]
+	hold.Store(&gate)
+	deep := func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
+		calls.Add(1)
+		<-*hold.Load()
+		res, err := read.Verify(ctx, img)
+		if err != nil {
+			return nil, err
+		}
+		res.Decision.Findings = append(res.Decision.Findings, admission.Finding{Rule: "stand-in", Severity: admission.Warning, Path: jar.Name, Message: "judged " + jar.SHA256})
+		return res, nil
+	}
+	c := New(Options{Deep: deep})
+
+	var r releases
+	v, err := c.VerifyJob(ctx, ref, "", Credentials{}, r.jar("aa", "/job-a.jar"))
+	require.NoError(t, err)
+	assert.Equal(t, "judged aa", v.Decision.Warnings()[len(v.Decision.Warnings())-1].Message)
+	assert.Equal(t, int64(1), calls.Load())
+	assert.Equal(t, int64(1), r.n.Load(), "released when its verification ended")
+
+	// The same JAR again, known only by digest (a 304): answered from the cache.
+	v, err = c.VerifyJob(ctx, ref, "", Credentials{}, r.jar("aa", ""))
+	require.NoError(t, err)
+	assert.Equal(t, "judged aa", v.Decision.Warnings()[len(v.Decision.Warnings())-1].Message)
+	assert.Equal(t, int64(1), calls.Load())
+	assert.Equal(t, int64(2), r.n.Load())
+
+	// Another JAR known only by digest: its bytes are needed.
+	_, err = c.VerifyJob(ctx, ref, "", Credentials{}, r.jar("bb", ""))
+	require.ErrorIs(t, err, ErrNeedJAR)
+	assert.Equal(t, int64(3), r.n.Load())
+
+	// The image's own verdict is another entry: the deep check is not run.
+	plain, err := c.Verify(ctx, ref, "", Credentials{})
+	require.NoError(t, err)
+	for _, f := range plain.Decision.Findings {
+		assert.NotEqual(t, "stand-in", f.Rule)
+	}
+	assert.Equal(t, int64(1), calls.Load())
+
+	// A caller that gives up leaves the verification running; the JAR is
+	// released when it ends, and a caller that joined it releases its own.
+	block := make(chan struct{})
+	hold.Store(&block)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	var first, second releases
+	_, err = c.VerifyJob(short, ref, "", Credentials{}, first.jar("cc", "/job-c.jar"))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	short2, cancel2 := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel2()
+	_, err = c.VerifyJob(short2, ref, "", Credentials{}, second.jar("cc", "/job-c-again.jar"))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, int64(0), first.n.Load(), "still read by the verification")
+	assert.Equal(t, int64(0), second.n.Load(), "not known yet whether it was read")
+	close(block)
+	require.Eventually(t, func() bool { return first.n.Load() == 1 && second.n.Load() == 1 }, 10*time.Second, 10*time.Millisecond)
+	v, err = c.VerifyJob(ctx, ref, "", Credentials{}, r.jar("cc", ""))
+	require.NoError(t, err, "the verdict the abandoned verification left")
+	assert.Equal(t, "judged cc", v.Decision.Warnings()[len(v.Decision.Warnings())-1].Message)
+	assert.Equal(t, int64(2), calls.Load(), "one deep check for the two callers")
+}

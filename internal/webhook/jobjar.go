@@ -1,0 +1,212 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/deploy"
+	"github.com/streamfusion/image-entrypoint/internal/jobjar"
+	"github.com/streamfusion/image-entrypoint/internal/verdict"
+)
+
+// jobJAR judges a session job's JAR on the images of its cluster, which
+// were admitted (cluster is that judgement): the operator fetches the
+// jarURI itself and uploads it to the cluster's JobManager, so the JAR's
+// classes link against that image's lib/. The answer carries the
+// cluster's warnings.
+func (c *Config) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster judgement, limit time.Duration) *admissionv1.AdmissionResponse {
+	allow := func(more ...string) *admissionv1.AdmissionResponse {
+		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: append(cluster.warnings, more...)}
+	}
+	if res.JarURI == "" {
+		return allow()
+	}
+	u, err := jobjar.Parse(res.JarURI)
+	if err != nil {
+		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
+			"%s: spec.job.jarURI: %v, required an absolute URI the operator can fetch (https://host/path/job.jar); fix: write the JAR's full URI", res.ID(), err), cluster.warnings)
+	}
+	what := fmt.Sprintf("%s: spec.job.jarURI %s", res.ID(), jobjar.Redact(u))
+	switch u.Scheme {
+	case "http", "https":
+	case "local":
+		return allow(what + ": not judged: the operator fetches a session job's JAR itself, through Flink's FileSystem in the operator's pod, " +
+			"where no file system serves local:// (Flink: \"Could not find a file system implementation for scheme 'local'\"); " +
+			"it is not a path in " + fd.ID() + "'s image. Serve the JAR over https for it to be fetched and judged")
+	case "file":
+		return allow(what + ": not judged: a file:// jarURI is a file in the operator's pod, read through Flink's FileSystem, not a path in " + fd.ID() + "'s image")
+	default:
+		return allow(fmt.Sprintf("%s: not judged: the operator reads %s:// through a Flink file system plugin in its own pod; StreamFusion fetches http and https only", what, u.Scheme))
+	}
+	if c.Jobs == nil {
+		return allow(what + ": not judged (the webhook fetches no job JARs: --job-jars=off)")
+	}
+	if !c.Cache.Deep() {
+		return allow(what + ": not judged: this webhook has no deep check")
+	}
+	headers, err := jobjar.ParseHeaders(configValue(res.Config, jobjar.HeaderOption))
+	if err != nil {
+		r := c.failure(fmt.Sprintf("%s: spec.flinkConfiguration: %v", what, err))
+		r.Warnings = append(r.Warnings, cluster.warnings...)
+		return r
+	}
+	j := c.judgeJAR(ctx, u, headers, cluster.admitted, limit)
+	warnings := append(cluster.warnings, j.warnings...)
+	on := fmt.Sprintf("%s (sha256 %s) on %s", what, short(j.sha), fd.ID())
+	switch {
+	case j.gone != "":
+		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
+			"%s: found %s, required a JAR the operator can fetch; fix: publish the JAR at that URI or correct spec.job.jarURI (FlinkDeployment %s)", what, j.gone, fd.ID()), warnings)
+	case len(j.refusals) > 0:
+		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, on+", which StreamFusion refuses for this job:\n"+strings.Join(j.refusals, "\n"), warnings)
+	case len(j.failures) > 0:
+		r := c.failure(fmt.Sprintf("%s on %s: %s", what, fd.ID(), strings.Join(j.failures, "; ")))
+		r.Warnings = append(r.Warnings, warnings...)
+		return r
+	}
+	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
+}
+
+// maxJARWarnings bounds the deep check's warnings on a JAR in a review:
+// the API server truncates what goes past a few KiB of warnings, and a
+// thin connector's JAR has one warning per class of its absent client.
+const maxJARWarnings = 10
+
+// jarJudgement is what one job JAR's deep check says.
+type jarJudgement struct {
+	sha                          string
+	gone                         string // the server says the JAR is not there
+	refusals, failures, warnings []string
+}
+
+// judgeJAR fetches the JAR (a conditional GET when it was fetched before)
+// and runs the deep check on each admitted image the job's classes load
+// on (the JobManager's and the TaskManagers', usually one).
+func (c *Config) judgeJAR(ctx context.Context, u *url.URL, headers http.Header, cts []deploy.Container, limit time.Duration) jarJudgement {
+	var j jarJudgement
+	var uses []deploy.Container
+	distinct := map[string]bool{}
+	for _, ct := range cts {
+		k := ct.Image + "|" + ct.Platform + "|" + strings.Join(ct.PullSecrets, ",")
+		if !distinct[k] {
+			distinct[k] = true
+			uses = append(uses, ct)
+		}
+	}
+	if len(uses) == 0 {
+		j.warnings = append(j.warnings, fmt.Sprintf("%s: not judged: the cluster names no image", jobjar.Redact(u)))
+		return j
+	}
+	seen := map[string]bool{}
+	conditional := true
+	for attempt := 0; attempt < 2; attempt++ {
+		jar, err := c.Jobs.Fetch(ctx, u, headers, conditional)
+		if err != nil {
+			j.fetchFailed(ctx, err, c.Jobs.MaxBytes(), limit)
+			return j
+		}
+		j.sha = jar.SHA256
+		release := releaseAfter(len(uses), func() { _ = jar.Close() })
+		needBytes := false
+		j.refusals, j.failures = nil, nil
+		for _, ct := range uses {
+			v, err := c.Cache.VerifyJob(ctx, ct.Image, ct.Platform, c.Secrets.Credentials(ct.PullSecrets),
+				verdict.JobJAR{Name: jar.Name, Path: jar.Path, SHA256: jar.SHA256, Release: release})
+			who := fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image)
+			switch {
+			case errors.Is(err, verdict.ErrNeedJAR):
+				needBytes = true
+			case errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() != nil:
+				j.failures = append(j.failures, fmt.Sprintf("%s: the JAR not judged within %s (the check goes on; a retry is answered from its result)", who, limit))
+			case err != nil:
+				j.failures = append(j.failures, fmt.Sprintf("%s: %v", who, err))
+			case v.Problem != "":
+				j.refusals = append(j.refusals, who+": "+v.Problem)
+			default:
+				for _, f := range v.Decision.Errors() {
+					if t := f.Text(); !seen[t] {
+						seen[t] = true
+						j.refusals = append(j.refusals, t)
+					}
+				}
+				for _, f := range v.Decision.Warnings() {
+					if w := fmt.Sprintf("%s: [%s] %s", ct.Image, f.Rule, f.Text()); !seen[w] && jarFinding(f) {
+						seen[w] = true
+						j.warnings = append(j.warnings, w)
+					}
+				}
+			}
+		}
+		if !needBytes {
+			if n := len(j.warnings); n > maxJARWarnings {
+				j.warnings = append(j.warnings[:maxJARWarnings], fmt.Sprintf("%s: %d more warnings of the deep check on this JAR, not listed", jobjar.Redact(u), n-maxJARWarnings))
+			}
+			return j
+		}
+		conditional = false // the verdict was evicted: fetch the bytes
+	}
+	j.failures = append(j.failures, "the JAR's verdict could not be kept")
+	return j
+}
+
+// jarFinding says whether a warning of the deep check is about the job
+// JAR (its path is in usrlib) rather than the image alone, whose warnings
+// the cluster's judgement already carries.
+func jarFinding(f admission.Finding) bool {
+	return strings.Contains(f.Path, "usrlib/") || f.Symbol != nil
+}
+
+// fetchFailed turns a fetch error into the judgement: a JAR the server
+// says is not there is a denial (the operator cannot fetch it either);
+// anything else (too large, too slow, unreachable) could not be judged.
+func (j *jarJudgement) fetchFailed(ctx context.Context, err error, maxBytes int64, limit time.Duration) {
+	var se *jobjar.StatusError
+	switch {
+	case errors.As(err, &se) && se.Gone():
+		j.gone = fmt.Sprintf("%d %s from its server", se.Status, http.StatusText(se.Status))
+	case errors.Is(err, jobjar.ErrTooLarge):
+		j.failures = append(j.failures, fmt.Sprintf("the JAR is not fetched: %v (the webhook's --job-jar-max-size, %s)", err, jobjar.Size(maxBytes)))
+	case ctx.Err() != nil:
+		j.failures = append(j.failures, fmt.Sprintf("the JAR is not fetched within %s: %v", limit, err))
+	default:
+		j.failures = append(j.failures, fmt.Sprintf("the JAR is not fetched: %v", err))
+	}
+}
+
+// releaseAfter returns a func that runs done on its n-th call.
+func releaseAfter(n int, done func()) func() {
+	var left atomic.Int64
+	left.Store(int64(n))
+	return func() {
+		if left.Add(-1) == 0 {
+			done()
+		}
+	}
+}
+
+// configValue is the value of key in a flattened flinkConfiguration.
+func configValue(entries []admission.Entry, key string) string {
+	for _, e := range entries {
+		if e.Key == key {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

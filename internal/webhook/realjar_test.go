@@ -1,0 +1,162 @@
+//go:build realjars
+
+package webhook
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/jobjar"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
+	"github.com/streamfusion/image-entrypoint/internal/verdict"
+)
+
+// realCache names the caches `make test-session-jar` fills: the real Flink
+// distributions (scripts/fetch-flink-dist) and JARs by Maven coordinates
+// (scripts/fetch-flink-jars). Missing is a failure, not a skip.
+func realCache(t testing.TB, env, what string) string {
+	t.Helper()
+	dir := os.Getenv(env)
+	require.NotEmpty(t, dir, "%s must name the %s; run `make test-session-jar`", env, what)
+	return dir
+}
+
+// realFlinkImage is a StreamFusion image whose lib is the real Flink
+// 2.2.0 distribution's (267 MB, 14 JARs) with the test kit's StreamFusion
+// payloads for the 2.2 line baked in: admitted, and what a session job's
+// classes link against.
+func realFlinkImage(t testing.TB) v1Image {
+	t.Helper()
+	home := filepath.Join(realCache(t, "STREAMFUSION_FLINK_DIST", "distribution cache"), "2.2.0")
+	_, err := os.Stat(filepath.Join(home, ".fetch-flink-dist.ok"))
+	require.NoError(t, err, "Flink 2.2.0 is not fetched: run `make test-session-jar`")
+	d := testkit.Good("2.2.0")
+	d.Payloads = nil
+	base, err := imagekit.Base{Dist: d, User: "9999"}.Image()
+	require.NoError(t, err)
+	lib, err := os.ReadDir(filepath.Join(home, "lib"))
+	require.NoError(t, err)
+	var entries []imagekit.Entry
+	for _, e := range lib {
+		b, err := os.ReadFile(filepath.Join(home, "lib", e.Name()))
+		require.NoError(t, err)
+		entries = append(entries, imagekit.Entry{Name: testkit.LibDir + "/" + e.Name(), Data: b})
+	}
+	require.Len(t, lib, 14, "the JARs of Flink 2.2.0's lib")
+	base, err = mutate.AppendLayers(base, imagekit.Layer(entries...))
+	require.NoError(t, err)
+	var files []image.File
+	for _, p := range testkit.StreamFusion("2.2", "0.1.0") {
+		files = append(files, image.File{Name: p.Name, Data: p.Payload.Bytes()})
+	}
+	img, _, err := image.Bake(context.Background(), base, image.BakeOptions{Entrypoint: entrypointBin, Payloads: files})
+	require.NoError(t, err)
+	return img
+}
+
+// realJobJARs are real connectors as session jobs' JARs, by Maven
+// coordinates (internal/realflink/testdata/coordinates.txt).
+func realJobJARs(t testing.TB) map[string][]byte {
+	t.Helper()
+	dir := realCache(t, "STREAMFUSION_FLINK_JARS", "JAR cache")
+	out := map[string][]byte{}
+	for _, name := range []string{"flink-connector-kafka-3.2.0-1.18.jar", "flink-connector-kafka-5.0.0-2.2.jar", "flink-sql-connector-kafka-5.0.0-2.2.jar"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err, "run `make test-session-jar`")
+		out[name] = b
+	}
+	return out
+}
+
+type realSetup struct {
+	jars    *jarServer
+	cluster map[string]any
+	host    string
+}
+
+func newRealSetup(t testing.TB) realSetup {
+	host := registryWith(t, nil, map[string]v1Image{"real": realFlinkImage(t)})
+	return realSetup{jars: newJARServer(t, realJobJARs(t)), host: host,
+		cluster: flinkDeployment(host+"/flink:real", "v2_2", "")}
+}
+
+func (r realSetup) config(t testing.TB) Config {
+	f, err := jobjar.New(jobjar.Options{AnyHost: true, TempDir: t.TempDir()})
+	require.NoError(t, err)
+	return Config{Clusters: mapClusters{objs: map[string]any{"flink/real": r.cluster}}, Jobs: f, Timeout: 28 * time.Second,
+		Cache: verdict.New(verdict.Options{Deep: verdict.ImageDeep, Remote: []remote.Option{remote.WithTransport(http.DefaultTransport)}})}
+}
+
+// TestRealJobJARs: real connectors as session jobs' JARs on a cluster of
+// the real Flink 2.2.0 lib, through the webhook. The Kafka connector built
+// for Flink 1.18 calls SingleThreadFetcherManager's constructor of 1.18,
+// which Flink 2.2 changed (the linkage engine's findings are held to the
+// JVM by internal/realflink's TestLinkageAgainstTheJVM); the ones built for
+// 2.2 link.
+func TestRealJobJARs(t *testing.T) {
+	r := newRealSetup(t)
+	s := startServer(t, r.config(t), http.DefaultTransport)
+	review := func(jar string) *admissionv1.AdmissionResponse {
+		return s.post(t, reviewOf(t, "FlinkSessionJob", admissionv1.Create, sessionJobWith("real", r.jars.URL+"/"+jar, nil))).Response
+	}
+	t.Run("the Kafka connector built for Flink 1.18 is denied", func(t *testing.T) {
+		resp := review("flink-connector-kafka-3.2.0-1.18.jar")
+		require.False(t, resp.Allowed)
+		msg := resp.Result.Message
+		assert.Contains(t, msg, "FlinkSessionJob flink/j: spec.job.jarURI "+r.jars.URL+"/flink-connector-kafka-3.2.0-1.18.jar (sha256 ")
+		assert.Contains(t, msg, "on FlinkDeployment flink/basic, which StreamFusion refuses for this job:\n")
+		assert.Contains(t, msg, "/opt/flink/usrlib/flink-connector-kafka-3.2.0-1.18.jar: KafkaSourceFetcherManager uses SingleThreadFetcherManager.<init>(FutureCompletingBlockingQueue, Supplier, Configuration, Consumer), which the host does not have")
+		assert.Contains(t, msg, "fix: rebuild the job against Flink 2.2")
+	})
+	for _, jar := range []string{"flink-connector-kafka-5.0.0-2.2.jar", "flink-sql-connector-kafka-5.0.0-2.2.jar"} {
+		t.Run(jar+" is admitted", func(t *testing.T) {
+			resp := review(jar)
+			require.True(t, resp.Allowed, "%+v", resp.Result)
+			assert.LessOrEqual(t, len(resp.Warnings), maxJARWarnings+1)
+		})
+	}
+}
+
+// BenchmarkSessionJobReview: one review of a session job whose JAR is the
+// real Kafka SQL connector (6 MB) on a cluster of the real Flink 2.2.0
+// lib. cold: the JAR is fetched and deep-checked (the cluster image's own
+// verdict already known, as for a cluster admitted before); warm: the
+// JAR's verdict is kept (a conditional GET answered 304, a cache hit).
+func BenchmarkSessionJobReview(b *testing.B) {
+	r := newRealSetup(b)
+	body := reviewOf(b, "FlinkSessionJob", admissionv1.Create, sessionJobWith("real", r.jars.URL+"/flink-sql-connector-kafka-5.0.0-2.2.jar", nil))
+	cluster := reviewOf(b, "FlinkSessionJob", admissionv1.Create, sessionJobWith("real", "local:///opt/flink/usrlib/job.jar", nil))
+	run := func(b *testing.B, s *server) {
+		out := s.postWithin(b, body, "30s") // the API server's largest timeoutSeconds
+		require.True(b, out.Response.Allowed, "%+v", out.Response.Result)
+	}
+	b.Run("cold", func(b *testing.B) {
+		b.StopTimer()
+		for range b.N {
+			s := startServer(b, r.config(b), http.DefaultTransport)
+			s.postWithin(b, cluster, "30s") // the cluster's image verdict
+			b.StartTimer()
+			run(b, s)
+			b.StopTimer()
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		s := startServer(b, r.config(b), http.DefaultTransport)
+		run(b, s)
+		for b.Loop() {
+			run(b, s)
+		}
+	})
+}
