@@ -64,6 +64,11 @@ type Options struct {
 	// linkage and shadowing of the job's classes against lib/), ImageDeep
 	// or a stand-in; nil: VerifyJob answers ErrNoDeep.
 	Deep func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error)
+	// MaxDeep bounds the deep checks that run at once (default 2): each
+	// copies the image's lib and usrlib JARs to the temp directory (about
+	// 270 MB for a Flink 2.2 image) and keeps a core busy for seconds.
+	// The others wait within their verification's deadline.
+	MaxDeep int
 }
 
 // JobJAR is a session job's JAR for the deep check: the file at Path is
@@ -102,6 +107,8 @@ type Cache struct {
 
 	pullers sync.Map // Credentials.Key -> *remote.Puller
 
+	deepSlots chan struct{} // MaxDeep tokens
+
 	mu      sync.RWMutex
 	entries map[string]*Verdict
 	order   []string
@@ -118,7 +125,10 @@ func New(o Options) *Cache {
 	if o.VerifyTimeout <= 0 {
 		o.VerifyTimeout = 2 * time.Minute
 	}
-	return &Cache{opts: o, entries: map[string]*Verdict{}}
+	if o.MaxDeep <= 0 {
+		o.MaxDeep = 2
+	}
+	return &Cache{opts: o, entries: map[string]*Verdict{}, deepSlots: make(chan struct{}, o.MaxDeep)}
 }
 
 // ErrResolve wraps a failure to reach or read the image: not a verdict.
@@ -370,6 +380,12 @@ func (c *Cache) verify(ctx context.Context, ref string, img v1.Image, want v1.Pl
 	c.Stats.Verified.Add(1)
 	var res *image.Result
 	if jar != nil {
+		select {
+		case c.deepSlots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w %s: waiting for one of the %d deep checks that run at once: %w", ErrResolve, ref, cap(c.deepSlots), ctx.Err())
+		}
+		defer func() { <-c.deepSlots }()
 		c.Stats.Deep.Add(1)
 		res, err = c.opts.Deep(ctx, c.opts.Read, img, *jar)
 	} else {

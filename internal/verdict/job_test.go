@@ -2,6 +2,8 @@ package verdict
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +107,45 @@ func TestVerifyJob(t *testing.T) {
 	require.NoError(t, err, "the verdict the abandoned verification left")
 	assert.Equal(t, "judged cc", v.Decision.Warnings()[len(v.Decision.Warnings())-1].Message)
 	assert.Equal(t, int64(2), calls.Load(), "one deep check for the two callers")
+}
+
+// TestDeepChecksBounded: at most MaxDeep deep checks run at once; the
+// others wait for a slot and then run, each JAR released once.
+func TestDeepChecksBounded(t *testing.T) {
+	host, _ := serve(t, "", "")
+	push(t, host+"/flink:plain", plainFlink(t, "amd64"))
+	ref := host + "/flink:plain"
+
+	var inflight, most atomic.Int64
+	gate := make(chan struct{})
+	deep := func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-gate
+		return read.Verify(ctx, img)
+	}
+	c := New(Options{Deep: deep, MaxDeep: 2})
+
+	var r releases
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.VerifyJob(context.Background(), ref, "", Credentials{}, r.jar(fmt.Sprintf("%02x", i), fmt.Sprintf("/job-%d.jar", i)))
+		}()
+	}
+	require.Eventually(t, func() bool { return inflight.Load() == 2 }, 10*time.Second, 5*time.Millisecond)
+	require.Never(t, func() bool { return inflight.Load() > 2 }, 200*time.Millisecond, 5*time.Millisecond, "a third deep check started")
+	close(gate)
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "check %d", i)
+	}
+	assert.Equal(t, int64(2), most.Load())
+	assert.Equal(t, int64(4), c.Stats.Deep.Load())
+	assert.Equal(t, int64(4), r.n.Load())
 }
