@@ -18,7 +18,10 @@ type Symbol struct {
 	Owner      string `json:"owner"`      // the referenced class (internal name)
 	Name       string `json:"name"`       // member name, or empty
 	Descriptor string `json:"descriptor"` // JVM descriptor, or empty
-	JAR        string `json:"jar"`        // the referencing JAR
+	JAR        string `json:"jar"`        // the referencing JAR; for a shadow, the JAR whose copy the loader takes
+	// Classes are every class a shadowing finding is about: the hidden
+	// ones, in name order (From and Owner are the first).
+	Classes []string `json:"classes,omitempty"`
 }
 
 // Symbol kinds.
@@ -123,50 +126,57 @@ func (v *view) maxClassMajor() int {
 	return v.java.Major + 44
 }
 
-// shadowing finds classes of lib that two JARs hold with different
-// contents (CRC and size of the central directory), and usrlib classes
-// that hide lib's child-first. Identical copies shadow nothing.
+// shadowing finds the classes two JARs hold with different contents (CRC
+// and size of the central directory), the way the loaders pick: in lib the
+// first JAR in classpath order hides the later ones; a usrlib class hides
+// lib's copy child-first, and is itself hidden by lib's copy where a
+// parent-first pattern leaves the class to lib; in usrlib the first JAR
+// hides the later ones. Identical copies shadow nothing. One finding per
+// pair of JARs, every hidden class in its symbol.
 func (v *view) shadowing(cp *Classpath, jars []*deepJAR) []Finding {
 	var out []Finding
-	first := map[string]*deepJAR{}
-	var order []string
-	hidden := map[string][]*deepJAR{}
-	for _, j := range jars {
-		if j.usrlib {
-			continue
+	// pairs collects hidden classes by (winner, loser) in the order found.
+	type pair struct{ winner, loser *deepJAR }
+	byPair := map[pair][]string{}
+	var pairs []pair
+	hide := func(w, l *deepJAR, name string) {
+		k := pair{w, l}
+		if len(byPair[k]) == 0 {
+			pairs = append(pairs, k)
 		}
-		for _, name := range sortedClasses(j.archive) {
-			w, ok := first[name]
-			if !ok {
-				first[name] = j
-				continue
-			}
-			a, b := w.archive.Classes[name], j.archive.Classes[name]
-			if a.CRC == b.CRC && a.Size == b.Size {
-				continue
-			}
-			if len(hidden[name]) == 0 {
-				order = append(order, name)
-			}
-			hidden[name] = append(hidden[name], j)
-		}
+		byPair[k] = append(byPair[k], name)
 	}
-	byJAR := map[[2]*deepJAR][]string{}
-	var pairs [][2]*deepJAR
-	for _, name := range order {
-		for _, h := range hidden[name] {
-			k := [2]*deepJAR{first[name], h}
-			if len(byJAR[k]) == 0 {
-				pairs = append(pairs, k)
+	differ := func(a, b *payload.Archive, name string) bool {
+		x, y := a.Classes[name], b.Classes[name]
+		return x.CRC != y.CRC || x.Size != y.Size
+	}
+	for _, usr := range []bool{false, true} {
+		first := map[string]*deepJAR{}
+		for _, j := range jars {
+			if j.usrlib != usr {
+				continue
 			}
-			byJAR[k] = append(byJAR[k], name)
+			for _, name := range sortedClasses(j.archive) {
+				w, ok := first[name]
+				if !ok {
+					first[name] = j
+					continue
+				}
+				if differ(w.archive, j.archive, name) {
+					hide(w, j, name)
+				}
+			}
 		}
 	}
 	for _, k := range pairs {
-		out = append(out, v.shadowFinding(k[0], k[1], byJAR[k], "lib", "comes first in lib"))
+		where, how := "lib", "comes first in lib"
+		if k.winner.usrlib {
+			where, how = "usrlib", "comes first in usrlib"
+		}
+		out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], where, how, ""))
 	}
-	// usrlib, child-first: its classes hide lib's, except where a
-	// parent-first pattern leaves the class to lib.
+	// usrlib over lib: child-first, except where a parent-first pattern
+	// leaves the class to lib.
 	if cp.Usrlib == nil {
 		return out
 	}
@@ -174,32 +184,34 @@ func (v *view) shadowing(cp *Classpath, jars []*deepJAR) []Finding {
 	for _, j := range jars {
 		libJARs[j.archive] = j
 	}
+	pairs, byPair = nil, map[pair][]string{}
 	for _, j := range jars {
 		if !j.usrlib {
 			continue
 		}
-		byLib := map[*deepJAR][]string{}
-		var libs []*deepJAR
 		for _, name := range sortedClasses(j.archive) {
-			if cp.Usrlib.parentFirst(name) {
-				continue
+			if cp.Usrlib.Find(name) != j.archive && !cp.Usrlib.parentFirst(name) {
+				continue // an earlier usrlib JAR's copy: reported above
 			}
 			la := cp.Lib.Find(name)
-			if la == nil {
+			if la == nil || !differ(j.archive, la, name) {
 				continue
 			}
-			a, b := j.archive.Classes[name], la.Classes[name]
-			if a.CRC == b.CRC && a.Size == b.Size {
-				continue
+			if cp.Usrlib.parentFirst(name) {
+				hide(libJARs[la], j, name)
+			} else {
+				hide(j, libJARs[la], name)
 			}
-			lj := libJARs[la]
-			if len(byLib[lj]) == 0 {
-				libs = append(libs, lj)
-			}
-			byLib[lj] = append(byLib[lj], name)
 		}
-		for _, lj := range libs {
-			out = append(out, v.shadowFinding(j, lj, byLib[lj], "usrlib", "is loaded child-first from usrlib"))
+	}
+	for _, k := range pairs {
+		if k.winner.usrlib {
+			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded child-first from usrlib", ""))
+		} else {
+			// The JVM takes lib's copy, which the host expects: the job's
+			// own copy is what is lost (a warning; what the job's code
+			// cannot then link is the linkage rules' to say).
+			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded parent-first from lib", Warning))
 		}
 	}
 	return out
@@ -214,28 +226,50 @@ func sortedClasses(a *payload.Archive) []string {
 	return names
 }
 
+// shadowExamples is how many hidden classes a message names.
+const shadowExamples = 3
+
 // shadowFinding: winner's copies of names hide loser's. An error when the
 // hidden class is flink-dist's, the planner's or a StreamFusion payload's,
-// or the winner is a payload.
-func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how string) Finding {
-	sev := Warning
-	for _, j := range []*deepJAR{winner, loser} {
-		base := path.Base(j.jar.Path)
-		if IsDist(base) || isPlannerLoader(base) || isPlannerScala(base) || v.byPath[j.jar.Path] != nil {
-			sev = Error
+// or the winner is a payload; sev, when set, decides instead. The symbol
+// names the first class (from, owner) and lists every hidden one
+// (classes); the message names how many and the first few.
+func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how string, sev Severity) Finding {
+	if sev == "" {
+		sev = Warning
+		for _, j := range []*deepJAR{winner, loser} {
+			base := path.Base(j.jar.Path)
+			if IsDist(base) || isPlannerLoader(base) || isPlannerScala(base) || v.byPath[j.jar.Path] != nil {
+				sev = Error
+			}
 		}
 	}
 	first := names[0]
-	count := ""
+	subject := javaName(first)
 	if len(names) > 1 {
-		count = fmt.Sprintf(" and %d more", len(names)-1)
+		var ex []string
+		for _, n := range names[:min(shadowExamples, len(names))] {
+			ex = append(ex, javaName(n))
+		}
+		more := ""
+		if len(names) > shadowExamples {
+			more = ", ..."
+		}
+		subject = fmt.Sprintf("%d classes (%s%s)", len(names), strings.Join(ex, ", "), more)
+		how = strings.Replace(how, "comes", "come", 1)
+		how = strings.Replace(how, "is loaded", "are loaded", 1)
 	}
-	return Finding{Severity: sev, Path: winner.jar.Path,
-		Message:  fmt.Sprintf("%s%s %s and hides a different copy in %s", javaName(first), count, how, loser.jar.Path),
-		Found:    fmt.Sprintf("%s with different contents in %s (CRC %08x, %d bytes) and %s (CRC %08x, %d bytes)", plural(len(names), "class"), winner.jar.Path, winner.archive.Classes[first].CRC, winner.archive.Classes[first].Size, loser.jar.Path, loser.archive.Classes[first].CRC, loser.archive.Classes[first].Size),
+	at, fix := winner.jar.Path, "remove "+path.Base(winner.jar.Path)+" or the JAR it duplicates, or use a build of it that relocates (shades) the classes it bundles"
+	if !winner.usrlib && loser.usrlib {
+		// The job's copies are the ones lost.
+		at, fix = loser.jar.Path, "leave the classes lib provides out of "+path.Base(loser.jar.Path)+" (provided scope in its build), or relocate (shade) them"
+	}
+	return Finding{Severity: sev, Path: at,
+		Message:  fmt.Sprintf("%s %s and hide%s a different copy in %s", subject, how, map[bool]string{true: "", false: "s"}[len(names) > 1], loser.jar.Path),
+		Found:    fmt.Sprintf("%s with different contents in %s (first: CRC %08x, %d bytes) and %s (CRC %08x, %d bytes)", plural(len(names), "class"), winner.jar.Path, winner.archive.Classes[first].CRC, winner.archive.Classes[first].Size, loser.jar.Path, loser.archive.Classes[first].CRC, loser.archive.Classes[first].Size),
 		Required: "each class once on the " + where + " classpath, or identical copies",
-		Fix:      "remove " + path.Base(winner.jar.Path) + " or the JAR it duplicates, or use a build of it that relocates (shades) the classes it bundles",
-		Symbol:   &Symbol{Kind: SymShadow, From: first, Owner: first, JAR: winner.jar.Path}}
+		Fix:      fix,
+		Symbol:   &Symbol{Kind: SymShadow, From: first, Owner: first, JAR: winner.jar.Path, Classes: names}}
 }
 
 // resolver resolves the references of the classes of non-host JARs.
