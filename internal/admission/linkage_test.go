@@ -421,3 +421,35 @@ func TestShadowingOneFindingPerPair(t *testing.T) {
 		t.Errorf("usrlib pair: %+v %+v", usr, usr.Symbol)
 	}
 }
+
+// Reachability crosses into the other JARs that are not the host's (a
+// connector's calls into its client library), and a library the flink-dist
+// of the connector's own line carries unrelocated (Jackson in 2.0) that
+// nothing on the host provides is reported where it is used; on its own
+// line the same path is an optional one and stays quiet.
+func TestLinkageAcrossJARsAndTheLinesFlinkDist(t *testing.T) {
+	if !slices.Contains(DistPackages("2.0"), "com/fasterxml/jackson/databind") || slices.Contains(DistPackages("2.2"), "com/fasterxml/jackson/databind") {
+		t.Fatalf("flinkdist tables: 2.0 must carry Jackson, 2.2 not")
+	}
+	entry := testkit.Class{Name: "org/apache/flink/connector/x/XFactory", News: []string{"com/acme/clients/Client"}}
+	client := testkit.Class{Name: "com/acme/clients/Client", News: []string{"com/fasterxml/jackson/databind/JsonNode"}}
+	clients := jarBytes{"/opt/flink/lib/x-clients-1.0.jar", testkit.ClassJAR("", []testkit.Class{client}, nil)}
+	for _, c := range []struct {
+		line string
+		want []string
+	}{
+		{"2.0", []string{"linkage-class warning class com/acme/clients/Client -> com/fasterxml/jackson/databind/JsonNode."}},
+		{"2.2", nil},
+	} {
+		conn := connector("/opt/flink/lib/flink-connector-x-1.0.0-"+c.line+".jar", []testkit.Class{entry}, map[string][]string{factory: {"org.apache.flink.connector.x.XFactory"}})
+		planner := jarBytes{"/opt/flink/lib/flink-table-planner-loader-2.2.0.jar", testkit.ClassJAR(testkit.Manifest("Implementation-Version", "2.2.0"), nil, nil)}
+		f := deepFacts(t, []jarBytes{conn, clients, planner, dist()}, nil)
+		fs := decideDeep(t, f)
+		if got := symbols(fs); !slices.Equal(got, c.want) {
+			t.Fatalf("connector for %s: got %v, want %v", c.line, got, c.want)
+		}
+		if len(fs) == 1 && (fs[0].Symbol.JAR != "/opt/flink/lib/x-clients-1.0.jar" || !strings.Contains(fs[0].Found, "flink-dist of Flink 2.0 carries com.fasterxml.jackson.databind")) {
+			t.Errorf("finding: %s (symbol %+v)", fs[0].Text(), fs[0].Symbol)
+		}
+	}
+}
