@@ -116,7 +116,8 @@ type Classpath struct {
 	classes     map[*payload.Archive]map[string]*parsed
 	parentFirst []string
 
-	mu sync.Mutex // guards classes: prefetch parses on several goroutines
+	mu     sync.Mutex // guards classes: prefetch parses on several goroutines
+	intern classfile.Interner
 }
 
 var classBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
@@ -171,7 +172,7 @@ func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, e
 		if cap(data) > cap(*bp) && cap(data) <= 1<<20 {
 			*bp = data[:0]
 		}
-		p.c, err = classfile.Parse(data, classfile.Options{})
+		p.c, err = classfile.Parse(data, classfile.Options{Intern: &cp.intern})
 	}
 	classBuffers.Put(bp)
 	p.err = err

@@ -724,11 +724,29 @@ func library(class string) string {
 type namespaces map[string]bool
 
 func namespace(class string) (string, bool) {
-	parts := strings.Split(pkg(class), "/")
-	if slices.Contains(parts, "shaded") || slices.Contains(parts, "shade") {
-		return "", false
+	// Without splitting: this runs for every reference judged.
+	p := pkg(class)
+	cut, segs := len(p), 0
+	for rest, start := p, 0; ; {
+		i := strings.IndexByte(rest, '/')
+		seg := rest
+		if i >= 0 {
+			seg = rest[:i]
+		}
+		if seg == "shaded" || seg == "shade" {
+			return "", false
+		}
+		segs++
+		if segs == 3 && i >= 0 {
+			cut = start + i
+		}
+		if i < 0 {
+			break
+		}
+		start += i + 1
+		rest = rest[i+1:]
 	}
-	return strings.Join(parts[:min(3, len(parts))], "/"), true
+	return p[:cut], true
 }
 
 func (n namespaces) add(class string) {

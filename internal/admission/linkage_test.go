@@ -453,3 +453,19 @@ func TestLinkageAcrossJARsAndTheLinesFlinkDist(t *testing.T) {
 		}
 	}
 }
+
+func TestNamespace(t *testing.T) {
+	for class, want := range map[string]string{
+		"org/apache/flink/connector/kafka/KafkaSink": "org/apache/flink",
+		"com/acme/Job": "com/acme", "Top": "", "a/b/c/D": "a/b/c",
+		"org/apache/paimon/shade/guava/X": "-", "org/apache/flink/kafka/shaded/org/apache/kafka/X": "-", "shaded/X": "-",
+	} {
+		got, ok := namespace(class)
+		if !ok {
+			got = "-"
+		}
+		if got != want {
+			t.Errorf("namespace(%s) = %q, want %q", class, got, want)
+		}
+	}
+}
