@@ -116,8 +116,11 @@ type Classpath struct {
 	classes     map[*payload.Archive]map[string]*parsed
 	parentFirst []string
 
-	mu     sync.Mutex // guards classes: prefetch parses on several goroutines
-	intern classfile.Interner
+	mu sync.Mutex // guards classes: prefetch parses on several goroutines
+	// resolvedOnly are the JARs whose classes are only resolved against
+	// (the host's own), never judged: parsed without their instructions.
+	// Set before the first Class.
+	resolvedOnly map[*payload.Archive]bool
 }
 
 var classBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
@@ -172,7 +175,7 @@ func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, e
 		if cap(data) > cap(*bp) && cap(data) <= 1<<20 {
 			*bp = data[:0]
 		}
-		p.c, err = classfile.Parse(data, classfile.Options{Intern: &cp.intern})
+		p.c, err = classfile.Parse(data, classfile.Options{MembersOnly: cp.resolvedOnly[a]})
 	}
 	classBuffers.Put(bp)
 	p.err = err

@@ -72,9 +72,12 @@ func (v *view) linkage() *linkage {
 	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line()}
 	cp.parentFirst = v.Deep.ParentFirst
 	var judge []*deepJAR
+	cp.resolvedOnly = map[*payload.Archive]bool{}
 	for _, j := range jars {
 		if !j.host {
 			judge = append(judge, j)
+		} else {
+			cp.resolvedOnly[j.archive] = true
 		}
 	}
 	r.dropped = v.droppedPackages(judge)

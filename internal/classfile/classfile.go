@@ -118,9 +118,9 @@ type Class struct {
 // Options say what Parse keeps beyond the defaults.
 type Options struct {
 	Init bool // keep <clinit>'s instructions (Class.Init)
-	// Intern, when set, gives the parsed names and descriptors one copy
-	// across every class parsed with it.
-	Intern *Interner
+	// MembersOnly skips the instructions: no Classes, Refs or Init (a
+	// class only resolved against, never judged).
+	MembersOnly bool
 }
 
 // Interface reports whether the class is an interface.
@@ -141,8 +141,6 @@ type parser struct {
 	bsms  []int  // offsets of the bootstrap method entries, when read
 	codes []code // the methods' bytecode
 	err   error
-
-	intern *Interner
 }
 
 // scratch are a parser's tables, kept between parses.
@@ -209,7 +207,7 @@ func Parse(data []byte, opt Options) (*Class, error) {
 		return nil, fmt.Errorf("%w: %d bytes, more than the %d this tool reads", ErrFormat, len(data), MaxSize)
 	}
 	p := scratch.Get().(*parser)
-	*p = parser{data: data, cp: p.cp[:0], used: p.used[:0], codes: p.codes[:0], bsms: p.bsms[:0], intern: opt.Intern}
+	*p = parser{data: data, cp: p.cp[:0], used: p.used[:0], codes: p.codes[:0], bsms: p.bsms[:0]}
 	defer func() {
 		p.data = nil
 		if cap(p.cp) <= 1<<16 {
@@ -245,6 +243,9 @@ func Parse(data []byte, opt Options) (*Class, error) {
 		return nil, p.err
 	}
 	// Code is scanned once the bootstrap methods are known.
+	if opt.MembersOnly {
+		return c, nil
+	}
 	for _, code := range p.codes {
 		p.scan(code.start, code.end, opt.Init && code.init, c)
 	}
@@ -344,9 +345,6 @@ func (p *parser) utf8(i int) string {
 	k, ok := p.at(i, tagUtf8)
 	if !ok {
 		return ""
-	}
-	if p.intern != nil {
-		return p.intern.intern(p.data[k.a:k.b])
 	}
 	return string(p.data[k.a:k.b])
 }

@@ -124,3 +124,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// MembersOnly keeps the header and members and skips the instructions; a
+// parse after it (the pooled tables reused) still sees every reference.
+func TestParseMembersOnly(t *testing.T) {
+	full, err := Parse(sample(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := Parse(sample(t), Options{MembersOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare.Name != full.Name || bare.Super != full.Super || !slices.Equal(bare.Methods, full.Methods) || !slices.Equal(bare.Fields, full.Fields) {
+		t.Errorf("members differ: %+v against %+v", bare, full)
+	}
+	if bare.Classes != nil || bare.Refs != nil || bare.Init != nil {
+		t.Errorf("instructions read: classes %v refs %v", bare.Classes, bare.Refs)
+	}
+	again, err := Parse(sample(t), Options{})
+	if err != nil || !slices.Equal(again.Refs, full.Refs) || !slices.Equal(again.Classes, full.Classes) || len(full.Refs) == 0 {
+		t.Errorf("a parse after a pooled one: %v, %d refs against %d", err, len(again.Refs), len(full.Refs))
+	}
+}
