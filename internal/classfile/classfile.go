@@ -137,9 +137,10 @@ type parser struct {
 	data  []byte
 	pos   int
 	cp    []constant
-	used  []bool // constant pool indices an instruction (or bootstrap method) uses
-	bsms  []int  // offsets of the bootstrap method entries, when read
-	codes []code // the methods' bytecode
+	used  []bool   // constant pool indices an instruction (or bootstrap method) uses
+	strs  []string // the Utf8 constants made into strings so far
+	bsms  []int    // offsets of the bootstrap method entries, when read
+	codes []code   // the methods' bytecode
 	err   error
 }
 
@@ -207,9 +208,10 @@ func Parse(data []byte, opt Options) (*Class, error) {
 		return nil, fmt.Errorf("%w: %d bytes, more than the %d this tool reads", ErrFormat, len(data), MaxSize)
 	}
 	p := scratch.Get().(*parser)
-	*p = parser{data: data, cp: p.cp[:0], used: p.used[:0], codes: p.codes[:0], bsms: p.bsms[:0]}
+	*p = parser{data: data, cp: p.cp[:0], used: p.used[:0], strs: p.strs[:0], codes: p.codes[:0], bsms: p.bsms[:0]}
 	defer func() {
 		p.data = nil
+		clear(p.strs) // the strings belong to the class now
 		if cap(p.cp) <= 1<<16 {
 			scratch.Put(p)
 		}
@@ -270,13 +272,15 @@ func (p *parser) constants() {
 		p.fail("%d constants cannot fit in the %d bytes that remain", n-1, len(p.data)-p.pos)
 		return
 	}
-	if cap(p.cp) >= n && cap(p.used) >= n {
-		p.cp, p.used = p.cp[:n], p.used[:n]
+	if cap(p.cp) >= n && cap(p.used) >= n && cap(p.strs) >= n {
+		p.cp, p.used, p.strs = p.cp[:n], p.used[:n], p.strs[:n]
 		clear(p.cp)
 		clear(p.used)
+		clear(p.strs)
 	} else {
 		p.cp = make([]constant, n)
 		p.used = make([]bool, n)
+		p.strs = make([]string, n)
 	}
 	for i := 1; i < n && p.err == nil; i++ {
 		tag := p.u1()
@@ -341,12 +345,19 @@ func (p *parser) utf8Is(i int, s string) bool {
 	return ok && string(p.data[k.a:k.b]) == s
 }
 
+// utf8 is constant i's string, made once per class however many times the
+// class names it (an owner every call to it repeats).
 func (p *parser) utf8(i int) string {
 	k, ok := p.at(i, tagUtf8)
 	if !ok {
 		return ""
 	}
-	return string(p.data[k.a:k.b])
+	if s := p.strs[i]; s != "" {
+		return s
+	}
+	s := string(p.data[k.a:k.b])
+	p.strs[i] = s
+	return s
 }
 
 // className is the name of Class constant i; an array descriptor is
