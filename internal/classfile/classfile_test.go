@@ -122,6 +122,11 @@ func FuzzParse(f *testing.F) {
 		if n := len(c.Classes) + len(c.Refs) + len(c.Fields) + len(c.Methods) + len(c.Interfaces); n > len(data) {
 			t.Fatalf("%d items from %d bytes", n, len(data))
 		}
+		// Without the instructions, the same header and members.
+		bare, err := Parse(data, Options{MembersOnly: true})
+		if err != nil || bare.Name != c.Name || bare.Super != c.Super || !slices.Equal(bare.Methods, c.Methods) || !slices.Equal(bare.Fields, c.Fields) {
+			t.Fatalf("MembersOnly: %v, %+v against %+v", err, bare, c)
+		}
 	})
 }
 
