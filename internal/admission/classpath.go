@@ -89,13 +89,31 @@ func (l *Loader) own(name string) *payload.Archive {
 }
 
 func (l *Loader) parentFirst(name string) bool {
-	binary := strings.ReplaceAll(name, "/", ".")
 	for _, p := range l.ParentFirst {
-		if p != "" && strings.HasPrefix(binary, p) {
+		if p != "" && binaryPrefix(name, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// binaryPrefix says whether the binary name of internal (dots for
+// slashes) starts with p, without making it: every Find through usrlib
+// asks.
+func binaryPrefix(internal, p string) bool {
+	if len(internal) < len(p) {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := internal[i]
+		if c == '/' {
+			c = '.'
+		}
+		if c != p[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Searched says where the loader looks for a class, for a finding.
