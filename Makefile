@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker
+.PHONY: bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker bench-linkage-compare dist-packages
 
 build: bin/entrypoint bin/streamfusion
 
@@ -72,10 +72,24 @@ test-linkage:
 	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(LINKAGE_VERSIONS) >/dev/null
 	scripts/fetch-flink-jars internal/realflink/testdata/linkage-coordinates.txt $(FLINK_JARS)
 	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars,linkageoracle -count=1 -timeout 60m -v -run '$(LINKAGE_TESTS)' $(if $(LINKAGE_SKIP),-skip '$(LINKAGE_SKIP)') ./internal/realflink/
-# Linkage Checker 1.5.15 against `streamfusion check` on the same JARs: time,
-# peak RSS and the ratio (a benchmark, not in CI). See bench/linkage/run.
-bench-linkage-checker: build
+# The packages each line's flink-dist carries outside org.apache.flink
+# (internal/admission/flinkdist, embedded; TestLinkageDistPackages checks
+# them against the real distributions).
+DIST_PACKAGE_VERSIONS := 1.18.1 2.0.0 2.2.0
+dist-packages:
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(DIST_PACKAGE_VERSIONS) >/dev/null
+	for v in $(DIST_PACKAGE_VERSIONS); do \
+		unzip -Z1 $(FLINK_DIST)/$$v/lib/flink-dist-$$v.jar | grep '/.*\.class$$' | grep -v '^META-INF/\|^org/apache/flink/\|/module-info\.class$$' \
+			| sed 's|/[^/]*$$||' | LC_ALL=C sort -u > internal/admission/flinkdist/$${v%.*}.txt || exit 1; \
+	done
+# Linkage Checker 1.5.15 against `streamfusion check` on the same JARs in
+# one run: wall and CPU time, peak RSS and the ratios against the 10x floor,
+# then ours on the budget layout against 3 s and 256 MB (a benchmark, not
+# in CI; minutes: the peer is slow). See bench/linkage/run.
+bench-linkage-compare: build
+	go build -o bin/bench-linkage ./bench/linkage
 	bench/linkage/run bin
+bench-linkage-checker: bench-linkage-compare
 # --- end linkage oracle
 
 # The differential JAR corpus: real writers (jar, Maven, zip, bsdtar, 7z,

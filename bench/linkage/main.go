@@ -25,10 +25,15 @@ func main() {
 	bin := flag.String("bin", "bin", "directory holding the built streamfusion")
 	flinkLib := flag.String("flink-lib", "", "a real Flink distribution's lib (scripts/fetch-flink-dist)")
 	jarsDir := flag.String("jars", "", "the real JAR cache (scripts/fetch-flink-jars)")
+	out := os.Stdout
 	work := flag.String("work", filepath.Join(os.TempDir(), "streamfusion-linkage-bench"), "where the Flink home and the job JAR are written (kept)")
 	runs := flag.Int("runs", 7, "runs of each contender")
 	checker := flag.String("linkage-checker", "", "a classpath (java -cp) of Linkage Checker 1.5.15; empty: not run")
+	layoutOnly := flag.Bool("layout-only", false, "write the Flink home and the job JAR, print the home's path, measure nothing")
 	flag.Parse()
+	if *layoutOnly {
+		out = os.Stderr // stdout is the home's path
+	}
 	if *flinkLib == "" || *jarsDir == "" {
 		fail(fmt.Errorf("-flink-lib and -jars are required"))
 	}
@@ -65,9 +70,13 @@ func main() {
 	must(err)
 	must(os.Symlink(job, filepath.Join(usrlib, "job.jar")))
 	all = append(all, job)
-	fmt.Printf("lib: %d JARs (%s plus %d connectors); usrlib/job.jar %.1f MB (shaded from %s)\n",
+	fmt.Fprintf(out, "lib: %d JARs (%s plus %d connectors); usrlib/job.jar %.1f MB (shaded from %s)\n",
 		len(libJARs)+len(connectors), *flinkLib, len(connectors), float64(info.Size())/1e6, strings.Join(shaded, ", "))
 
+	if *layoutOnly {
+		fmt.Println(home)
+		return
+	}
 	ours := []string{filepath.Join(*bin, "streamfusion"), "check", "--json", "--flink-home", home}
 	var times []time.Duration
 	var rss []int64

@@ -89,13 +89,31 @@ func (l *Loader) own(name string) *payload.Archive {
 }
 
 func (l *Loader) parentFirst(name string) bool {
-	binary := strings.ReplaceAll(name, "/", ".")
 	for _, p := range l.ParentFirst {
-		if p != "" && strings.HasPrefix(binary, p) {
+		if p != "" && binaryPrefix(name, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// binaryPrefix says whether the binary name of internal (dots for
+// slashes) starts with p, without making it: every Find through usrlib
+// asks.
+func binaryPrefix(internal, p string) bool {
+	if len(internal) < len(p) {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := internal[i]
+		if c == '/' {
+			c = '.'
+		}
+		if c != p[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Searched says where the loader looks for a class, for a finding.
@@ -117,6 +135,10 @@ type Classpath struct {
 	parentFirst []string
 
 	mu sync.Mutex // guards classes: prefetch parses on several goroutines
+	// resolvedOnly are the JARs whose classes are only resolved against
+	// (the host's own), never judged: parsed without their instructions.
+	// Set before the first Class.
+	resolvedOnly map[*payload.Archive]bool
 }
 
 var classBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
@@ -171,7 +193,7 @@ func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, e
 		if cap(data) > cap(*bp) && cap(data) <= 1<<20 {
 			*bp = data[:0]
 		}
-		p.c, err = classfile.Parse(data, classfile.Options{})
+		p.c, err = classfile.Parse(data, classfile.Options{MembersOnly: cp.resolvedOnly[a]})
 	}
 	classBuffers.Put(bp)
 	p.err = err

@@ -18,7 +18,10 @@ type Symbol struct {
 	Owner      string `json:"owner"`      // the referenced class (internal name)
 	Name       string `json:"name"`       // member name, or empty
 	Descriptor string `json:"descriptor"` // JVM descriptor, or empty
-	JAR        string `json:"jar"`        // the referencing JAR
+	JAR        string `json:"jar"`        // the referencing JAR; for a shadow, the JAR whose copy the loader takes
+	// Classes are every class a shadowing finding is about: the hidden
+	// ones, in name order (From and Owner are the first).
+	Classes []string `json:"classes,omitempty"`
 }
 
 // Symbol kinds.
@@ -68,12 +71,17 @@ func (v *view) linkage() *linkage {
 	v.link.shadow = v.shadowing(cp, jars)
 	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line()}
 	cp.parentFirst = v.Deep.ParentFirst
+	var judge []*deepJAR
+	cp.resolvedOnly = map[*payload.Archive]bool{}
 	for _, j := range jars {
-		if j.host {
-			continue
+		if !j.host {
+			judge = append(judge, j)
+		} else {
+			cp.resolvedOnly[j.archive] = true
 		}
-		r.judge(j, v.link)
 	}
+	r.dropped = v.droppedPackages(judge)
+	r.judge(judge, v.link)
 	return v.link
 }
 
@@ -123,50 +131,57 @@ func (v *view) maxClassMajor() int {
 	return v.java.Major + 44
 }
 
-// shadowing finds classes of lib that two JARs hold with different
-// contents (CRC and size of the central directory), and usrlib classes
-// that hide lib's child-first. Identical copies shadow nothing.
+// shadowing finds the classes two JARs hold with different contents (CRC
+// and size of the central directory), the way the loaders pick: in lib the
+// first JAR in classpath order hides the later ones; a usrlib class hides
+// lib's copy child-first, and is itself hidden by lib's copy where a
+// parent-first pattern leaves the class to lib; in usrlib the first JAR
+// hides the later ones. Identical copies shadow nothing. One finding per
+// pair of JARs, every hidden class in its symbol.
 func (v *view) shadowing(cp *Classpath, jars []*deepJAR) []Finding {
 	var out []Finding
-	first := map[string]*deepJAR{}
-	var order []string
-	hidden := map[string][]*deepJAR{}
-	for _, j := range jars {
-		if j.usrlib {
-			continue
+	// pairs collects hidden classes by (winner, loser) in the order found.
+	type pair struct{ winner, loser *deepJAR }
+	byPair := map[pair][]string{}
+	var pairs []pair
+	hide := func(w, l *deepJAR, name string) {
+		k := pair{w, l}
+		if len(byPair[k]) == 0 {
+			pairs = append(pairs, k)
 		}
-		for _, name := range sortedClasses(j.archive) {
-			w, ok := first[name]
-			if !ok {
-				first[name] = j
-				continue
-			}
-			a, b := w.archive.Classes[name], j.archive.Classes[name]
-			if a.CRC == b.CRC && a.Size == b.Size {
-				continue
-			}
-			if len(hidden[name]) == 0 {
-				order = append(order, name)
-			}
-			hidden[name] = append(hidden[name], j)
-		}
+		byPair[k] = append(byPair[k], name)
 	}
-	byJAR := map[[2]*deepJAR][]string{}
-	var pairs [][2]*deepJAR
-	for _, name := range order {
-		for _, h := range hidden[name] {
-			k := [2]*deepJAR{first[name], h}
-			if len(byJAR[k]) == 0 {
-				pairs = append(pairs, k)
+	differ := func(a, b *payload.Archive, name string) bool {
+		x, y := a.Classes[name], b.Classes[name]
+		return x.CRC != y.CRC || x.Size != y.Size
+	}
+	for _, usr := range []bool{false, true} {
+		first := map[string]*deepJAR{}
+		for _, j := range jars {
+			if j.usrlib != usr {
+				continue
 			}
-			byJAR[k] = append(byJAR[k], name)
+			for _, name := range sortedClasses(j.archive) {
+				w, ok := first[name]
+				if !ok {
+					first[name] = j
+					continue
+				}
+				if differ(w.archive, j.archive, name) {
+					hide(w, j, name)
+				}
+			}
 		}
 	}
 	for _, k := range pairs {
-		out = append(out, v.shadowFinding(k[0], k[1], byJAR[k], "lib", "comes first in lib"))
+		where, how := "lib", "comes first in lib"
+		if k.winner.usrlib {
+			where, how = "usrlib", "comes first in usrlib"
+		}
+		out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], where, how, ""))
 	}
-	// usrlib, child-first: its classes hide lib's, except where a
-	// parent-first pattern leaves the class to lib.
+	// usrlib over lib: child-first, except where a parent-first pattern
+	// leaves the class to lib.
 	if cp.Usrlib == nil {
 		return out
 	}
@@ -174,32 +189,34 @@ func (v *view) shadowing(cp *Classpath, jars []*deepJAR) []Finding {
 	for _, j := range jars {
 		libJARs[j.archive] = j
 	}
+	pairs, byPair = nil, map[pair][]string{}
 	for _, j := range jars {
 		if !j.usrlib {
 			continue
 		}
-		byLib := map[*deepJAR][]string{}
-		var libs []*deepJAR
 		for _, name := range sortedClasses(j.archive) {
-			if cp.Usrlib.parentFirst(name) {
-				continue
+			if cp.Usrlib.Find(name) != j.archive && !cp.Usrlib.parentFirst(name) {
+				continue // an earlier usrlib JAR's copy: reported above
 			}
 			la := cp.Lib.Find(name)
-			if la == nil {
+			if la == nil || !differ(j.archive, la, name) {
 				continue
 			}
-			a, b := j.archive.Classes[name], la.Classes[name]
-			if a.CRC == b.CRC && a.Size == b.Size {
-				continue
+			if cp.Usrlib.parentFirst(name) {
+				hide(libJARs[la], j, name)
+			} else {
+				hide(j, libJARs[la], name)
 			}
-			lj := libJARs[la]
-			if len(byLib[lj]) == 0 {
-				libs = append(libs, lj)
-			}
-			byLib[lj] = append(byLib[lj], name)
 		}
-		for _, lj := range libs {
-			out = append(out, v.shadowFinding(j, lj, byLib[lj], "usrlib", "is loaded child-first from usrlib"))
+	}
+	for _, k := range pairs {
+		if k.winner.usrlib {
+			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded child-first from usrlib", ""))
+		} else {
+			// The JVM takes lib's copy, which the host expects: the job's
+			// own copy is what is lost (a warning; what the job's code
+			// cannot then link is the linkage rules' to say).
+			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded parent-first from lib", Warning))
 		}
 	}
 	return out
@@ -214,28 +231,50 @@ func sortedClasses(a *payload.Archive) []string {
 	return names
 }
 
+// shadowExamples is how many hidden classes a message names.
+const shadowExamples = 3
+
 // shadowFinding: winner's copies of names hide loser's. An error when the
 // hidden class is flink-dist's, the planner's or a StreamFusion payload's,
-// or the winner is a payload.
-func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how string) Finding {
-	sev := Warning
-	for _, j := range []*deepJAR{winner, loser} {
-		base := path.Base(j.jar.Path)
-		if IsDist(base) || isPlannerLoader(base) || isPlannerScala(base) || v.byPath[j.jar.Path] != nil {
-			sev = Error
+// or the winner is a payload; sev, when set, decides instead. The symbol
+// names the first class (from, owner) and lists every hidden one
+// (classes); the message names how many and the first few.
+func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how string, sev Severity) Finding {
+	if sev == "" {
+		sev = Warning
+		for _, j := range []*deepJAR{winner, loser} {
+			base := path.Base(j.jar.Path)
+			if IsDist(base) || isPlannerLoader(base) || isPlannerScala(base) || v.byPath[j.jar.Path] != nil {
+				sev = Error
+			}
 		}
 	}
 	first := names[0]
-	count := ""
+	subject := javaName(first)
 	if len(names) > 1 {
-		count = fmt.Sprintf(" and %d more", len(names)-1)
+		var ex []string
+		for _, n := range names[:min(shadowExamples, len(names))] {
+			ex = append(ex, javaName(n))
+		}
+		more := ""
+		if len(names) > shadowExamples {
+			more = ", ..."
+		}
+		subject = fmt.Sprintf("%d classes (%s%s)", len(names), strings.Join(ex, ", "), more)
+		how = strings.Replace(how, "comes", "come", 1)
+		how = strings.Replace(how, "is loaded", "are loaded", 1)
 	}
-	return Finding{Severity: sev, Path: winner.jar.Path,
-		Message:  fmt.Sprintf("%s%s %s and hides a different copy in %s", javaName(first), count, how, loser.jar.Path),
-		Found:    fmt.Sprintf("%s with different contents in %s (CRC %08x, %d bytes) and %s (CRC %08x, %d bytes)", plural(len(names), "class"), winner.jar.Path, winner.archive.Classes[first].CRC, winner.archive.Classes[first].Size, loser.jar.Path, loser.archive.Classes[first].CRC, loser.archive.Classes[first].Size),
+	at, fix := winner.jar.Path, "remove "+path.Base(winner.jar.Path)+" or the JAR it duplicates, or use a build of it that relocates (shades) the classes it bundles"
+	if !winner.usrlib && loser.usrlib {
+		// The job's copies are the ones lost.
+		at, fix = loser.jar.Path, "leave the classes lib provides out of "+path.Base(loser.jar.Path)+" (provided scope in its build), or relocate (shade) them"
+	}
+	return Finding{Severity: sev, Path: at,
+		Message:  fmt.Sprintf("%s %s and hide%s a different copy in %s", subject, how, map[bool]string{true: "", false: "s"}[len(names) > 1], loser.jar.Path),
+		Found:    fmt.Sprintf("%s with different contents in %s (first: CRC %08x, %d bytes) and %s (CRC %08x, %d bytes)", plural(len(names), "class"), winner.jar.Path, winner.archive.Classes[first].CRC, winner.archive.Classes[first].Size, loser.jar.Path, loser.archive.Classes[first].CRC, loser.archive.Classes[first].Size),
 		Required: "each class once on the " + where + " classpath, or identical copies",
-		Fix:      "remove " + path.Base(winner.jar.Path) + " or the JAR it duplicates, or use a build of it that relocates (shades) the classes it bundles",
-		Symbol:   &Symbol{Kind: SymShadow, From: first, Owner: first, JAR: winner.jar.Path}}
+		Fix:      fix,
+		Symbol:   &Symbol{Kind: SymShadow, From: first, Owner: first, JAR: winner.jar.Path, Classes: names}}
 }
 
 // resolver resolves the references of the classes of non-host JARs.
@@ -245,6 +284,38 @@ type resolver struct {
 	maxMajor int
 	line     string           // the host's Flink line, for the fix
 	loads    map[loadKey]edge // class -> the first edge of its hierarchy to a missing class (zero when it loads)
+	// dropped are the packages the flink-dist of another line carries
+	// that a JAR on the classpath is built for (DistPackages), by package.
+	dropped map[string]droppedBy
+}
+
+type droppedBy struct{ line, jar string }
+
+// droppedPackages: for every judged JAR built for a Flink line other than
+// the host's (its stock identity), the packages that line's flink-dist
+// carries outside org.apache.flink. Only the ones nothing on this
+// classpath provides matter (the caller asks for those).
+func (v *view) droppedPackages(js []*deepJAR) map[string]droppedBy {
+	host := v.line()
+	if sv, ok := ParseStockVersion(v.flink); host == "" && ok && !sv.Connector {
+		host = sv.Line // a release outside the support matrix
+	}
+	if host == "" {
+		return nil
+	}
+	out := map[string]droppedBy{}
+	for _, j := range js {
+		s := v.stockOf[j.jar.Path]
+		if s == nil || s.Line == "" || s.Line == host {
+			continue
+		}
+		for _, p := range DistPackages(s.Line) {
+			if _, ok := out[p]; !ok {
+				out[p] = droppedBy{s.Line, path.Base(j.jar.Path)}
+			}
+		}
+	}
+	return out
 }
 
 type loadKey struct {
@@ -510,73 +581,131 @@ func objectMethod(ref classfile.Ref) bool {
 	return false
 }
 
-// reachable are the classes of j the JVM can reach from its entry points
-// (service implementations, Main-Class, Program-Class), through classes
-// of j itself, in the order found.
-func (r *resolver) reachable(j *deepJAR, visit func(*classfile.Class, namespaces)) {
-	var roots []string
+// roots are a JAR's entry points: its service implementations, Main-Class
+// and Program-Class.
+func roots(j *deepJAR) []string {
+	var out []string
 	for _, s := range j.archive.Services {
 		data, err := j.archive.File(s)
 		if err != nil {
 			continue
 		}
-		roots = append(roots, payload.ServiceClasses(data)...)
+		out = append(out, payload.ServiceClasses(data)...)
 	}
 	for _, attr := range []string{"Main-Class", "Program-Class"} {
 		if m := manifestValue(j.jar, attr); m != "" {
-			roots = append(roots, strings.ReplaceAll(strings.TrimSpace(m), ".", "/"))
+			out = append(out, strings.ReplaceAll(strings.TrimSpace(m), ".", "/"))
 		}
 	}
-	own := namespaces{}
-	for _, root := range roots {
-		own.add(root)
+	return out
+}
+
+// judged is a JAR that is not the host's own, with what judging its
+// classes needs and gathers.
+type judged struct {
+	j        *deepJAR
+	own      namespaces
+	groups   []string // its POM's runtime groups
+	hasPOM   bool
+	fix      string
+	required map[string]bool // libraries its own reachable code is built on
+	absent   []pending       // findings waiting for required
+	newer    []*classfile.Class
+}
+
+type pending struct {
+	f       Finding
+	library string
+}
+
+// reachable walks the classes the JVM can reach from the entry points of
+// every judged JAR, as the loaders resolve them: through the classes of
+// any judged JAR (a connector's calls into the kafka-clients beside it),
+// never into the host's own JARs. Each class is visited once, with the
+// JAR that holds it; breadth first, a level's classes of one JAR parsed
+// together (prefetch), then visited in order.
+func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)) {
+	byArchive := make(map[*payload.Archive]*judged, len(js))
+	for _, jd := range js {
+		byArchive[jd.j.archive] = jd
 	}
-	// Breadth first, one level at a time: a level's classes are parsed
-	// together (prefetch), then judged in order.
-	seen := map[string]bool{}
-	level := roots
+	type item struct {
+		name string
+		l    *Loader
+	}
+	seen := map[loadKey]bool{}
+	type class struct {
+		jd   *judged
+		name string
+	}
+	visited := map[*payload.Archive]map[string]bool{}
+	var level []item
+	for _, jd := range js {
+		for _, root := range roots(jd.j) {
+			level = append(level, item{root, jd.j.loader})
+		}
+	}
 	for len(level) > 0 {
-		var mine []string
-		for _, name := range level {
-			if seen[name] {
+		var mine []class
+		perJAR := map[*judged][]string{}
+		var order []*judged
+		for _, it := range level {
+			k := loadKey{it.l, it.name}
+			if seen[k] || jdk(it.name) {
 				continue
 			}
-			seen[name] = true
-			if j.loader.Find(name) != j.archive {
-				continue // another JAR's copy is the one loaded
+			seen[k] = true
+			a := it.l.Find(it.name)
+			jd := byArchive[a]
+			if jd == nil {
+				continue // the host's own, or no class file (reported at the edge naming it)
 			}
-			mine = append(mine, name)
+			v := visited[a]
+			if v == nil {
+				v = map[string]bool{}
+				visited[a] = v
+			}
+			if v[it.name] {
+				continue
+			}
+			v[it.name] = true
+			mine = append(mine, class{jd, it.name})
+			if len(perJAR[jd]) == 0 {
+				order = append(order, jd)
+			}
+			perJAR[jd] = append(perJAR[jd], it.name)
 		}
-		r.cp.prefetch(j.archive, mine)
-		var nextLevel []string
-		for _, name := range mine {
-			c, err := r.cp.Class(j.archive, name)
+		for _, jd := range order {
+			r.cp.prefetch(jd.j.archive, perJAR[jd])
+		}
+		var next []item
+		for _, m := range mine {
+			c, err := r.cp.Class(m.jd.j.archive, m.name)
 			if err != nil {
 				continue
 			}
-			next := func(n string) {
-				if e, ok := element(n); ok && !seen[e] {
-					if _, in := j.archive.Classes[e]; in {
-						nextLevel = append(nextLevel, e)
-					}
+			l := m.jd.j.loader
+			add := func(n string) {
+				if e, ok := element(n); ok && e != "" && !jdk(e) && !seen[loadKey{l, e}] {
+					next = append(next, item{e, l})
 				}
 			}
-			next(c.Super)
+			add(c.Super)
 			for _, i := range c.Interfaces {
-				next(i)
+				add(i)
 			}
 			for _, k := range c.Classes {
-				next(k)
+				add(k)
 			}
 			for _, ref := range c.Refs {
-				next(ref.Owner)
+				add(ref.Owner)
 			}
-			visit(c, own)
+			visit(m.jd, c)
 			// What instructions use is judged: only the members stay, for
 			// the resolution of other classes' references.
 			c.Classes, c.Refs = nil, nil
 		}
-		level = nextLevel
+		level = next
 	}
 }
 
@@ -598,11 +727,29 @@ func library(class string) string {
 type namespaces map[string]bool
 
 func namespace(class string) (string, bool) {
-	parts := strings.Split(pkg(class), "/")
-	if slices.Contains(parts, "shaded") || slices.Contains(parts, "shade") {
-		return "", false
+	// Without splitting: this runs for every reference judged.
+	p := pkg(class)
+	cut, segs := len(p), 0
+	for rest, start := p, 0; ; {
+		i := strings.IndexByte(rest, '/')
+		seg := rest
+		if i >= 0 {
+			seg = rest[:i]
+		}
+		if seg == "shaded" || seg == "shade" {
+			return "", false
+		}
+		segs++
+		if segs == 3 && i >= 0 {
+			cut = start + i
+		}
+		if i < 0 {
+			break
+		}
+		start += i + 1
+		rest = rest[i+1:]
 	}
-	return strings.Join(parts[:min(3, len(parts))], "/"), true
+	return p[:cut], true
 }
 
 func (n namespaces) add(class string) {
@@ -616,10 +763,11 @@ func (n namespaces) has(class string) bool {
 	return ok && n[ns]
 }
 
-// judge resolves every reference of j's reachable classes.
-func (r *resolver) judge(j *deepJAR, out *linkage) {
-	fix := fixFor(j, r.line)
-	var newer []*classfile.Class
+// judge resolves every reference of the classes reachable from the entry
+// points of the JARs that are not the host's own (js), each class in the
+// context of the JAR that holds it: its own code's namespaces, its POM,
+// its severity and fix.
+func (r *resolver) judge(js []*deepJAR, out *linkage) {
 	// A library nothing on the classpath provides is one the JAR requires
 	// when its own classes are built on it: a supertype of a reachable
 	// class of its own code lies in it, so that class cannot load at all.
@@ -627,17 +775,20 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 	// (Oracle types in the JDBC dialects, Joda in Avro's converters) that
 	// fail where the JAR belongs too. Which libraries are required is known
 	// once every reachable class is seen: until then such findings wait.
-	required := map[string]bool{}
-	type pending struct {
-		f       Finding
-		library string
+	var all []*judged
+	for _, j := range js {
+		jd := &judged{j: j, own: namespaces{}, fix: fixFor(j, r.line), required: map[string]bool{}}
+		for _, root := range roots(j) {
+			jd.own.add(root)
+		}
+		jd.groups, jd.hasPOM = runtimeGroups(j)
+		all = append(all, jd)
 	}
-	var absent []pending
 	reported := map[edge]bool{}
-	groups, hasPOM := runtimeGroups(j)
-	r.reachable(j, func(c *classfile.Class, own namespaces) {
+	r.reachable(all, func(jd *judged, c *classfile.Class) {
+		j, own, fix, groups, hasPOM := jd.j, jd.own, jd.fix, jd.groups, jd.hasPOM
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
-			newer = append(newer, c)
+			jd.newer = append(jd.newer, c)
 		}
 		// classFailed reports e; super says c names the class as its
 		// superclass or an interface (else an instruction of c names it).
@@ -649,7 +800,9 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			}
 			missing := e.missing
 			provided := r.packages[pkg(missing)] || hostAPI(missing)
-			if !provided && (!own.has(c.Name) || r.cp.clusterProvided(missing) || (hasPOM && !declares(groups, missing))) {
+			dropped, isDropped := r.dropped[pkg(missing)]
+			isDropped = isDropped && !provided
+			if !provided && !isDropped && (!own.has(c.Name) || r.cp.clusterProvided(missing) || (hasPOM && !declares(groups, missing))) {
 				// Bundled code's, the cluster's, or a library the JAR's own
 				// POM does not say it needs at run time (provided or
 				// optional: the user adds it, Paimon's CDC actions): it fails
@@ -680,7 +833,13 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				Required: javaName(missing) + " on the classpath, as " + path.Base(in) + " was built against it",
 				Fix:      fix,
 				Symbol:   &Symbol{Kind: SymClass, From: e.from, Owner: missing, JAR: in}}
-			if provided {
+			if isDropped {
+				// The flink-dist of the line a JAR on the classpath is
+				// built for carries the library: the JAR relied on it.
+				f.Found += "; flink-dist of Flink " + dropped.line + " carries " + javaName(pkg(missing)) + " unrelocated, the host's does not"
+				f.Fix = "add the library of " + javaName(pkg(missing)) + " to lib (" + dropped.jar + " is built for Flink " + dropped.line + ", whose flink-dist carries it), or " + fix
+			}
+			if provided || isDropped {
 				out.class = append(out.class, f)
 				return
 			}
@@ -689,7 +848,7 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			// class missing from a package the classpath has is the host's
 			// API changing under the JAR: the JAR's severity.
 			f.Severity = Warning
-			absent = append(absent, pending{f, library(missing)})
+			jd.absent = append(jd.absent, pending{f, library(missing)})
 		}
 		for _, s := range append([]string{c.Super}, c.Interfaces...) {
 			if s == "" {
@@ -697,7 +856,7 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 			}
 			if e := r.load(j.loader, s); e.missing != "" {
 				if !r.packages[pkg(e.missing)] && !hostAPI(e.missing) && own.has(c.Name) && !r.cp.clusterProvided(e.missing) {
-					required[library(e.missing)] = true
+					jd.required[library(e.missing)] = true
 				}
 				classFailed(e, true)
 			}
@@ -755,16 +914,19 @@ func (r *resolver) judge(j *deepJAR, out *linkage) {
 				Symbol:   &Symbol{Kind: kind, From: c.Name, Owner: owner, Name: ref.Name, Descriptor: ref.Descriptor, JAR: j.jar.Path}})
 		}
 	})
-	for _, p := range absent {
-		if required[p.library] {
-			out.class = append(out.class, p.f)
+	for _, jd := range all {
+		for _, p := range jd.absent {
+			if jd.required[p.library] {
+				out.class = append(out.class, p.f)
+			}
 		}
-	}
-	if len(newer) > 0 {
-		c := newer[0]
+		if len(jd.newer) == 0 {
+			continue
+		}
+		j, c := jd.j, jd.newer[0]
 		out.version = append(out.version, Finding{Severity: j.sev, Path: j.jar.Path,
 			Message:  fmt.Sprintf("%s is compiled for a newer Java than the host's", javaName(c.Name)),
-			Found:    fmt.Sprintf("class file version %d (Java %d) in %s reachable from its entry points", c.Major, int(c.Major)-44, plural(len(newer), "class")),
+			Found:    fmt.Sprintf("class file version %d (Java %d) in %s reachable from entry points", c.Major, int(c.Major)-44, plural(len(jd.newer), "class")),
 			Required: fmt.Sprintf("class file version %d (Java %d) or older", r.maxMajor, r.maxMajor-44),
 			Fix:      "use a build of " + path.Base(j.jar.Path) + " compiled for the host's Java, or a Flink image with a newer JDK",
 			Symbol:   &Symbol{Kind: SymVersion, From: c.Name, Owner: c.Name, JAR: j.jar.Path}})

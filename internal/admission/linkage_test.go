@@ -278,16 +278,25 @@ func TestShadowing(t *testing.T) {
 func TestUsrlibChildFirst(t *testing.T) {
 	main := testkit.Class{Name: "com/acme/job/Main", Calls: []testkit.Call{{Owner: "com/acme/lib/Util", Name: "help", Descriptor: "()V"}}}
 	// usrlib's copy of a lib class is loaded first (child-first), but
-	// org.apache.flink. is parent-first: lib's Base answers.
+	// org.apache.flink. is parent-first: lib's Base answers, and the job's
+	// own copy is hidden (a warning: the host's copy is the one loaded).
 	util := testkit.Class{Name: "com/acme/lib/Util", Methods: []testkit.Member{m("help", "()V")}}
 	oldBase := testkit.Class{Name: "org/apache/flink/Base"}
 	job := jarBytes{"/opt/flink/usrlib/job.jar", testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.job.Main"), []testkit.Class{main, util, oldBase}, nil)}
 	libUtil := testkit.Class{Name: "com/acme/lib/Util"}
 	f := deepFacts(t, []jarBytes{connector("/opt/flink/lib/util.jar", []testkit.Class{libUtil}, nil), dist()}, []jarBytes{job}, "java.", "org.apache.flink.")
-	got := symbols(decideDeep(t, f))
-	want := []string{"classpath-shadowed warning shadow com/acme/lib/Util -> com/acme/lib/Util."}
+	fs := decideDeep(t, f)
+	got := symbols(fs)
+	want := []string{"classpath-shadowed warning shadow com/acme/lib/Util -> com/acme/lib/Util.",
+		"classpath-shadowed warning shadow org/apache/flink/Base -> org/apache/flink/Base."}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+	for _, fd := range fs {
+		if fd.Symbol.Owner == "org/apache/flink/Base" && (fd.Path != "/opt/flink/usrlib/job.jar" || fd.Symbol.JAR != "/opt/flink/lib/flink-dist-2.2.0.jar" ||
+			!strings.Contains(fd.Message, "loaded parent-first from lib")) {
+			t.Errorf("the job's copy hidden by lib's: %+v", fd)
+		}
 	}
 	// Without the parent-first pattern, the job's Base hides flink-dist's.
 	f = deepFacts(t, []jarBytes{connector("/opt/flink/lib/util.jar", []testkit.Class{libUtil}, nil), dist()}, []jarBytes{job}, "java.")
@@ -385,4 +394,97 @@ func FuzzPOMRuntimeGroups(f *testing.F) {
 			}
 		}
 	})
+}
+
+// One finding per pair of JARs, every hidden class in the symbol; usrlib's
+// JARs shadow each other in their order too.
+func TestShadowingOneFindingPerPair(t *testing.T) {
+	base := testkit.Class{Name: "org/apache/flink/Base", Methods: []testkit.Member{m("other", "()V")}}
+	api := testkit.Class{Name: "org/apache/flink/Api", Methods: []testkit.Member{m("other", "()V")}}
+	fat := jarBytes{"/opt/flink/lib/a-fat.jar", testkit.ClassJAR("", []testkit.Class{base, api}, nil)}
+	one := testkit.Class{Name: "com/acme/X"}
+	two := testkit.Class{Name: "com/acme/X", Methods: []testkit.Member{m("other", "()V")}}
+	j1 := jarBytes{"/opt/flink/usrlib/a.jar", testkit.ClassJAR("", []testkit.Class{one}, nil)}
+	j2 := jarBytes{"/opt/flink/usrlib/b.jar", testkit.ClassJAR("", []testkit.Class{two}, nil)}
+	f := deepFacts(t, []jarBytes{fat, dist()}, []jarBytes{j1, j2}, "java.")
+	got := decideDeep(t, f)
+	if len(got) != 2 {
+		t.Fatalf("want 2 findings (lib pair, usrlib pair), got %+v", got)
+	}
+	lib, usr := got[0], got[1]
+	if lib.Symbol.JAR != "/opt/flink/lib/a-fat.jar" || !slices.Equal(lib.Symbol.Classes, []string{"org/apache/flink/Api", "org/apache/flink/Base"}) ||
+		!strings.HasPrefix(lib.Message, "2 classes (org.apache.flink.Api, org.apache.flink.Base) come first in lib") {
+		t.Errorf("lib pair: %+v %+v", lib, lib.Symbol)
+	}
+	if usr.Symbol.JAR != "/opt/flink/usrlib/a.jar" || !slices.Equal(usr.Symbol.Classes, []string{"com/acme/X"}) ||
+		!strings.Contains(usr.Message, "hides a different copy in /opt/flink/usrlib/b.jar") {
+		t.Errorf("usrlib pair: %+v %+v", usr, usr.Symbol)
+	}
+}
+
+// Reachability crosses into the other JARs that are not the host's (a
+// connector's calls into its client library), and a library the flink-dist
+// of the connector's own line carries unrelocated (Jackson in 2.0) that
+// nothing on the host provides is reported where it is used; on its own
+// line the same path is an optional one and stays quiet.
+func TestLinkageAcrossJARsAndTheLinesFlinkDist(t *testing.T) {
+	if !slices.Contains(DistPackages("2.0"), "com/fasterxml/jackson/databind") || slices.Contains(DistPackages("2.2"), "com/fasterxml/jackson/databind") {
+		t.Fatalf("flinkdist tables: 2.0 must carry Jackson, 2.2 not")
+	}
+	entry := testkit.Class{Name: "org/apache/flink/connector/x/XFactory", News: []string{"com/acme/clients/Client"}}
+	client := testkit.Class{Name: "com/acme/clients/Client", News: []string{"com/fasterxml/jackson/databind/JsonNode"}}
+	clients := jarBytes{"/opt/flink/lib/x-clients-1.0.jar", testkit.ClassJAR("", []testkit.Class{client}, nil)}
+	for _, c := range []struct {
+		line string
+		want []string
+	}{
+		{"2.0", []string{"linkage-class warning class com/acme/clients/Client -> com/fasterxml/jackson/databind/JsonNode."}},
+		{"2.2", nil},
+	} {
+		conn := connector("/opt/flink/lib/flink-connector-x-1.0.0-"+c.line+".jar", []testkit.Class{entry}, map[string][]string{factory: {"org.apache.flink.connector.x.XFactory"}})
+		planner := jarBytes{"/opt/flink/lib/flink-table-planner-loader-2.2.0.jar", testkit.ClassJAR(testkit.Manifest("Implementation-Version", "2.2.0"), nil, nil)}
+		f := deepFacts(t, []jarBytes{conn, clients, planner, dist()}, nil)
+		fs := decideDeep(t, f)
+		if got := symbols(fs); !slices.Equal(got, c.want) {
+			t.Fatalf("connector for %s: got %v, want %v", c.line, got, c.want)
+		}
+		if len(fs) == 1 && (fs[0].Symbol.JAR != "/opt/flink/lib/x-clients-1.0.jar" || !strings.Contains(fs[0].Found, "flink-dist of Flink 2.0 carries com.fasterxml.jackson.databind")) {
+			t.Errorf("finding: %s (symbol %+v)", fs[0].Text(), fs[0].Symbol)
+		}
+	}
+}
+
+func TestNamespace(t *testing.T) {
+	for class, want := range map[string]string{
+		"org/apache/flink/connector/kafka/KafkaSink": "org/apache/flink",
+		"com/acme/Job": "com/acme", "Top": "", "a/b/c/D": "a/b/c",
+		"org/apache/paimon/shade/guava/X": "-", "org/apache/flink/kafka/shaded/org/apache/kafka/X": "-", "shaded/X": "-",
+	} {
+		got, ok := namespace(class)
+		if !ok {
+			got = "-"
+		}
+		if got != want {
+			t.Errorf("namespace(%s) = %q, want %q", class, got, want)
+		}
+	}
+}
+
+func TestBinaryPrefix(t *testing.T) {
+	for _, c := range []struct {
+		internal, p string
+		want        bool
+	}{
+		{"org/apache/flink/Base", "org.apache.flink.", true},
+		{"org/apache/flinkx/Base", "org.apache.flink.", false},
+		{"org/slf4j/Logger", "org.slf4j", true},
+		{"org/xml/sax/X", "org.xml", true},
+		{"java/lang/Object", "java.", true},
+		{"jav", "java.", false},
+		{"com/acme/X", "org.", false},
+	} {
+		if got := binaryPrefix(c.internal, c.p); got != c.want || got != strings.HasPrefix(strings.ReplaceAll(c.internal, "/", "."), c.p) {
+			t.Errorf("binaryPrefix(%q, %q) = %v, want %v", c.internal, c.p, got, c.want)
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // MaxSize is the largest class file Parse reads. The JVM has no such limit,
@@ -117,6 +118,9 @@ type Class struct {
 // Options say what Parse keeps beyond the defaults.
 type Options struct {
 	Init bool // keep <clinit>'s instructions (Class.Init)
+	// MembersOnly skips the instructions: no Classes, Refs or Init (a
+	// class only resolved against, never judged).
+	MembersOnly bool
 }
 
 // Interface reports whether the class is an interface.
@@ -133,11 +137,15 @@ type parser struct {
 	data  []byte
 	pos   int
 	cp    []constant
-	used  []bool // constant pool indices an instruction (or bootstrap method) uses
-	bsms  []int  // offsets of the bootstrap method entries, when read
-	codes []code // the methods' bytecode
+	used  []bool   // constant pool indices an instruction (or bootstrap method) uses
+	strs  []string // the Utf8 constants made into strings so far
+	bsms  []int    // offsets of the bootstrap method entries, when read
+	codes []code   // the methods' bytecode
 	err   error
 }
+
+// scratch are a parser's tables, kept between parses.
+var scratch = sync.Pool{New: func() any { return &parser{} }}
 
 func (p *parser) fail(format string, args ...any) {
 	if p.err == nil {
@@ -199,7 +207,15 @@ func Parse(data []byte, opt Options) (*Class, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes, more than the %d this tool reads", ErrFormat, len(data), MaxSize)
 	}
-	p := &parser{data: data}
+	p := scratch.Get().(*parser)
+	*p = parser{data: data, cp: p.cp[:0], used: p.used[:0], strs: p.strs[:0], codes: p.codes[:0], bsms: p.bsms[:0]}
+	defer func() {
+		p.data = nil
+		clear(p.strs) // the strings belong to the class now
+		if cap(p.cp) <= 1<<16 {
+			scratch.Put(p)
+		}
+	}()
 	c := &Class{}
 	if magic := p.u4(); p.err == nil && magic != 0xCAFEBABE {
 		p.fail("magic 0x%08X is not 0xCAFEBABE", magic)
@@ -229,6 +245,9 @@ func Parse(data []byte, opt Options) (*Class, error) {
 		return nil, p.err
 	}
 	// Code is scanned once the bootstrap methods are known.
+	if opt.MembersOnly {
+		return c, nil
+	}
 	for _, code := range p.codes {
 		p.scan(code.start, code.end, opt.Init && code.init, c)
 	}
@@ -253,8 +272,16 @@ func (p *parser) constants() {
 		p.fail("%d constants cannot fit in the %d bytes that remain", n-1, len(p.data)-p.pos)
 		return
 	}
-	p.cp = make([]constant, n)
-	p.used = make([]bool, n)
+	if cap(p.cp) >= n && cap(p.used) >= n && cap(p.strs) >= n {
+		p.cp, p.used, p.strs = p.cp[:n], p.used[:n], p.strs[:n]
+		clear(p.cp)
+		clear(p.used)
+		clear(p.strs)
+	} else {
+		p.cp = make([]constant, n)
+		p.used = make([]bool, n)
+		p.strs = make([]string, n)
+	}
 	for i := 1; i < n && p.err == nil; i++ {
 		tag := p.u1()
 		k := constant{tag: tag}
@@ -311,12 +338,26 @@ func (p *parser) at(i int, tags ...uint8) (constant, bool) {
 	return constant{}, false
 }
 
+// utf8Is says whether constant i is the Utf8 s, without allocating (the
+// attribute names every member carries).
+func (p *parser) utf8Is(i int, s string) bool {
+	k, ok := p.at(i, tagUtf8)
+	return ok && string(p.data[k.a:k.b]) == s
+}
+
+// utf8 is constant i's string, made once per class however many times the
+// class names it (an owner every call to it repeats).
 func (p *parser) utf8(i int) string {
 	k, ok := p.at(i, tagUtf8)
 	if !ok {
 		return ""
 	}
-	return string(p.data[k.a:k.b])
+	if s := p.strs[i]; s != "" {
+		return s
+	}
+	s := string(p.data[k.a:k.b])
+	p.strs[i] = s
+	return s
 }
 
 // className is the name of Class constant i; an array descriptor is
@@ -351,13 +392,13 @@ func (p *parser) members(methods bool) []Member {
 		m.Descriptor = p.utf8(int(p.u2()))
 		attrs := p.count("attributes", 6)
 		for range attrs {
-			name := p.utf8(int(p.u2()))
+			code := p.utf8Is(int(p.u2()), "Code")
 			length := int(p.u4())
 			if !p.need(length) {
 				return nil
 			}
 			end := p.pos + length
-			if methods && name == "Code" {
+			if methods && code {
 				p.code(end, m.Name == "<clinit>")
 			}
 			p.pos = end
@@ -386,13 +427,13 @@ func (p *parser) code(end int, init bool) {
 func (p *parser) classAttributes() {
 	n := p.count("attributes", 6)
 	for range n {
-		name := p.utf8(int(p.u2()))
+		bsm := p.utf8Is(int(p.u2()), "BootstrapMethods")
 		length := int(p.u4())
 		if !p.need(length) {
 			return
 		}
 		end := p.pos + length
-		if name == "BootstrapMethods" {
+		if bsm {
 			p.bootstrap(end)
 		}
 		p.pos = end

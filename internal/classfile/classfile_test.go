@@ -122,5 +122,33 @@ func FuzzParse(f *testing.F) {
 		if n := len(c.Classes) + len(c.Refs) + len(c.Fields) + len(c.Methods) + len(c.Interfaces); n > len(data) {
 			t.Fatalf("%d items from %d bytes", n, len(data))
 		}
+		// Without the instructions, the same header and members.
+		bare, err := Parse(data, Options{MembersOnly: true})
+		if err != nil || bare.Name != c.Name || bare.Super != c.Super || !slices.Equal(bare.Methods, c.Methods) || !slices.Equal(bare.Fields, c.Fields) {
+			t.Fatalf("MembersOnly: %v, %+v against %+v", err, bare, c)
+		}
 	})
+}
+
+// MembersOnly keeps the header and members and skips the instructions; a
+// parse after it (the pooled tables reused) still sees every reference.
+func TestParseMembersOnly(t *testing.T) {
+	full, err := Parse(sample(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare, err := Parse(sample(t), Options{MembersOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bare.Name != full.Name || bare.Super != full.Super || !slices.Equal(bare.Methods, full.Methods) || !slices.Equal(bare.Fields, full.Fields) {
+		t.Errorf("members differ: %+v against %+v", bare, full)
+	}
+	if bare.Classes != nil || bare.Refs != nil || bare.Init != nil {
+		t.Errorf("instructions read: classes %v refs %v", bare.Classes, bare.Refs)
+	}
+	again, err := Parse(sample(t), Options{})
+	if err != nil || !slices.Equal(again.Refs, full.Refs) || !slices.Equal(again.Classes, full.Classes) || len(full.Refs) == 0 {
+		t.Errorf("a parse after a pooled one: %v, %d refs against %d", err, len(again.Refs), len(full.Refs))
+	}
 }

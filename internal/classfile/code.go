@@ -213,6 +213,23 @@ func (p *parser) insn(op byte, idx int) Insn {
 
 // collect turns the used constants into the class's references.
 func (p *parser) collect(c *Class) {
+	classes, refs := 0, 0
+	for i, u := range p.used {
+		if u {
+			switch p.cp[i].tag {
+			case tagClass:
+				classes++
+			case tagFieldref, tagMethodref, tagInterfaceMethodref:
+				refs++
+			}
+		}
+	}
+	if classes > 0 {
+		c.Classes = make([]string, 0, classes)
+	}
+	if refs > 0 {
+		c.Refs = make([]Ref, 0, refs)
+	}
 	for i, u := range p.used {
 		if !u || p.err != nil {
 			continue

@@ -44,12 +44,33 @@ type linkSymbol struct {
 	Name       string `json:"name"`
 	Descriptor string `json:"descriptor"`
 	Jar        string `json:"jar"`
+	// Classes: a shadowing finding's hidden classes (one finding per pair
+	// of JARs; the oracle answers per class).
+	Classes []string `json:"classes"`
+}
+
+// perClass splits a shadowing symbol into one per hidden class, the unit
+// the oracle answers in; other symbols are themselves.
+func (s linkSymbol) perClass() []linkSymbol {
+	if s.Kind != "shadow" {
+		return []linkSymbol{s}
+	}
+	names := s.Classes
+	if len(names) == 0 {
+		names = []string{s.Owner}
+	}
+	out := make([]linkSymbol, 0, len(names))
+	for _, c := range names {
+		out = append(out, linkSymbol{Kind: s.Kind, From: c, Owner: c, Jar: s.Jar})
+	}
+	return out
 }
 
 // key is how the two sides are compared: a class that does not link is
 // named at the edge to the class that has no class file (from = the class
 // whose instruction, superclass or interface names it); a class file too
-// new for the JDK by the class (version); a shadowed class by its name.
+// new for the JDK by the class (version); a shadowed class by its name and
+// the JAR whose copy the loader takes.
 func (s linkSymbol) key() string {
 	switch s.Kind {
 	case "shadow":
@@ -57,7 +78,7 @@ func (s linkSymbol) key() string {
 		if c == "" {
 			c = s.Owner
 		}
-		return "shadow\t" + c
+		return "shadow\t" + c + "\t" + filepath.Base(s.Jar)
 	case "version":
 		return "version\t" + s.From + "\t" + filepath.Base(s.Jar)
 	}
@@ -439,8 +460,10 @@ func TestLinkageAgainstTheJVM(t *testing.T) {
 			var syms []linkSymbol
 			ours := map[string]string{}
 			for _, f := range fs {
-				syms = append(syms, *f.Symbol)
-				ours[f.Symbol.key()] = f.Rule + " " + f.Severity + ": " + f.Message
+				for _, s := range f.Symbol.perClass() {
+					syms = append(syms, s)
+					ours[s.key()] = f.Rule + " " + f.Severity + ": " + f.Message
+				}
 			}
 			r := k.oracle(t, c.host, c.own, syms)
 			t.Logf("oracle: %s", strings.Join(r.stats, "; "))

@@ -98,15 +98,17 @@ func TestLinkageRealLibsAlone(t *testing.T) {
 }
 
 // Each connector on its own release, with the client library its POM
-// names: nothing to report.
+// names and the one that client's POM names at run time (zstd-jni: Kafka's
+// own compression classes implement its interfaces, so without it they
+// cannot load, on any release): nothing to report.
 func TestLinkageConsistentSets(t *testing.T) {
 	for _, c := range []struct {
 		flink string
 		jars  []string
 	}{
-		{"1.18.1", []string{"flink-connector-kafka-3.2.0-1.18", "kafka-clients-3.4.0"}},
-		{"2.2.0", []string{"flink-connector-kafka-5.0.0-2.2", "kafka-clients-4.2.0"}},
-		{"2.2.1", []string{"flink-connector-kafka-5.0.0-2.2", "kafka-clients-4.2.0"}},
+		{"1.18.1", []string{"flink-connector-kafka-3.2.0-1.18", "kafka-clients-3.4.0", "zstd-jni-1.5.2-1"}},
+		{"2.2.0", []string{"flink-connector-kafka-5.0.0-2.2", "kafka-clients-4.2.0", "zstd-jni-1.5.6-10"}},
+		{"2.2.1", []string{"flink-connector-kafka-5.0.0-2.2", "kafka-clients-4.2.0", "zstd-jni-1.5.6-10"}},
 		{"2.2.0", []string{"flink-sql-connector-kafka-5.0.0-2.2"}},
 		{"1.18.1", []string{"flink-connector-jdbc-3.2.0-1.18"}},
 		{"1.18.1", []string{"iceberg-flink-runtime-1.18-1.5.2"}},
