@@ -118,10 +118,14 @@ func TestDeepChecksBounded(t *testing.T) {
 
 	var inflight, most atomic.Int64
 	gate := make(chan struct{})
-	deep := func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
+	deep := func(ctx context.Context, read image.VerifyOptions, img v1.Image, _ JobJAR) (*image.Result, error) {
 		n := inflight.Add(1)
 		defer inflight.Add(-1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
 		}
 		<-gate
 		return read.Verify(ctx, img)
