@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
@@ -231,21 +232,19 @@ func (cp *Classpath) prefetchAll(ws []want) {
 	if workers < 2 {
 		return
 	}
-	next := make(chan want)
+	// The workers take the next class by an index, not through a channel:
+	// a hand-off per class woke a goroutine per class.
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for w := range next {
-				cp.Class(w.a, w.name) //nolint:errcheck // the error is kept with the class
+			for i := next.Add(1) - 1; i < int64(len(ws)); i = next.Add(1) - 1 {
+				cp.Class(ws[i].a, ws[i].name) //nolint:errcheck // the error is kept with the class
 			}
 		}()
 	}
-	for _, w := range ws {
-		next <- w
-	}
-	close(next)
 	wg.Wait()
 }
 
