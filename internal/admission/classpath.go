@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
@@ -207,29 +208,52 @@ func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, e
 	return p.c, p.err
 }
 
+// want is a class of a JAR to parse ahead of its use.
+type want struct {
+	a    *payload.Archive
+	name string
+}
+
 // prefetch parses classes of a JAR on a few goroutines, so that the
 // inflating and parsing of a large JAR's reachable classes use every CPU.
 func (cp *Classpath) prefetch(a *payload.Archive, names []string) {
-	workers := min(runtime.GOMAXPROCS(0), 4, len(names)/8)
+	ws := make([]want, len(names))
+	for i, n := range names {
+		ws[i] = want{a, n}
+	}
+	cp.prefetchAll(ws)
+}
+
+// prefetchAll parses classes of any JARs on a few goroutines; those
+// already parsed are skipped. Class keeps each result, so the order of
+// the parsing does not show in any answer.
+func (cp *Classpath) prefetchAll(ws []want) {
+	workers := min(runtime.GOMAXPROCS(0), 4, len(ws)/8)
 	if workers < 2 {
 		return
 	}
-	next := make(chan string)
+	// The workers take the next class by an index, not through a channel:
+	// a hand-off per class woke a goroutine per class.
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for n := range next {
-				cp.Class(a, n) //nolint:errcheck // the error is kept with the class
+			for i := next.Add(1) - 1; i < int64(len(ws)); i = next.Add(1) - 1 {
+				cp.Class(ws[i].a, ws[i].name) //nolint:errcheck // the error is kept with the class
 			}
 		}()
 	}
-	for _, n := range names {
-		next <- n
-	}
-	close(next)
 	wg.Wait()
+}
+
+// isParsed reports whether a class of a JAR has been parsed already.
+func (cp *Classpath) isParsed(a *payload.Archive, name string) bool {
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	_, ok := cp.classes[a][name]
+	return ok
 }
 
 // loaderOf is the loader that defines a JAR's classes.

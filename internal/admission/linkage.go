@@ -618,6 +618,12 @@ type pending struct {
 	library string
 }
 
+// reachClass is a class of a judged JAR the walk reached.
+type reachClass struct {
+	jd   *judged
+	name string
+}
+
 // reachable walks the classes the JVM can reach from the entry points of
 // every judged JAR, as the loaders resolve them: through the classes of
 // any judged JAR (a connector's calls into the kafka-clients beside it),
@@ -634,10 +640,6 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 		l    *Loader
 	}
 	seen := map[loadKey]bool{}
-	type class struct {
-		jd   *judged
-		name string
-	}
 	visited := map[*payload.Archive]map[string]bool{}
 	var level []item
 	for _, jd := range js {
@@ -646,7 +648,7 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 		}
 	}
 	for len(level) > 0 {
-		var mine []class
+		var mine []reachClass
 		perJAR := map[*judged][]string{}
 		var order []*judged
 		for _, it := range level {
@@ -669,7 +671,7 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 				continue
 			}
 			v[it.name] = true
-			mine = append(mine, class{jd, it.name})
+			mine = append(mine, reachClass{jd, it.name})
 			if len(perJAR[jd]) == 0 {
 				order = append(order, jd)
 			}
@@ -678,6 +680,7 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 		for _, jd := range order {
 			r.cp.prefetch(jd.j.archive, perJAR[jd])
 		}
+		r.prefetchNamed(mine)
 		var next []item
 		for _, m := range mine {
 			c, err := r.cp.Class(m.jd.j.archive, m.name)
@@ -706,6 +709,67 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 			c.Classes, c.Refs = nil, nil
 		}
 		level = next
+	}
+}
+
+// prefetchNamed parses, on the prefetch goroutines, the classes a level's
+// judged classes name (supertypes, nested classes, the owners of their
+// references; the host's and the judged JARs') and, round by round, those
+// classes' own supertypes: the visit loads every one of them to resolve
+// the level's references and hierarchies, and would otherwise parse them
+// one by one on the walking goroutine. It only fills the parse cache
+// (Class keeps one result per class), so what is found does not change.
+func (r *resolver) prefetchNamed(mine []reachClass) {
+	seen := map[loadKey]bool{}
+	var ws []want
+	add := func(l *Loader, n string) {
+		e, ok := element(n)
+		if !ok || e == "" || jdk(e) {
+			return
+		}
+		k := loadKey{l, e}
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		a := l.Find(e)
+		if a == nil || r.cp.isParsed(a, e) {
+			return
+		}
+		ws = append(ws, want{a, e})
+	}
+	for _, m := range mine {
+		c, err := r.cp.Class(m.jd.j.archive, m.name)
+		if err != nil {
+			continue
+		}
+		l := m.jd.j.loader
+		add(l, c.Super)
+		for _, i := range c.Interfaces {
+			add(l, i)
+		}
+		for _, k := range c.Classes {
+			add(l, k)
+		}
+		for _, ref := range c.Refs {
+			add(l, ref.Owner)
+		}
+	}
+	for len(ws) > 0 {
+		r.cp.prefetchAll(ws)
+		round := ws
+		ws = nil
+		for _, w := range round {
+			c, err := r.cp.Class(w.a, w.name)
+			if err != nil {
+				continue
+			}
+			l := r.cp.loaderOf(w.a)
+			add(l, c.Super)
+			for _, i := range c.Interfaces {
+				add(l, i)
+			}
+		}
 	}
 }
 
