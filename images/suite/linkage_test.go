@@ -104,7 +104,7 @@ func TestStockConnectorLinkage(t *testing.T) {
 	start := time.Now()
 	load(t, map[string]v1.Image{
 		mismatched: withConnector(t, baked, dir, "flink-connector-kafka-3.2.0-1.18.jar", "kafka-clients-3.4.0.jar"),
-		right:      withConnector(t, baked, dir, "flink-connector-kafka-5.0.0-2.2.jar", "kafka-clients-4.2.0.jar"),
+		right:      withConnector(t, baked, dir, "flink-connector-kafka-5.0.0-2.2.jar", "kafka-clients-4.2.0.jar", "zstd-jni-1.5.6-10.jar"),
 	})
 	t.Logf("loaded 2 images (%s)", time.Since(start).Round(time.Millisecond))
 

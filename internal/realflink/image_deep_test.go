@@ -185,7 +185,10 @@ func TestVerifyDeepRealImage(t *testing.T) {
 	dir := t.TempDir()
 	base := flinkLayer(t, dir, "2.2.0")
 	broken := []string{"flink-connector-kafka-3.2.0-1.18", "kafka-clients-3.4.0"}
-	consistent := []string{"flink-connector-kafka-5.0.0-2.2", "kafka-clients-4.2.0"}
+	// zstd-jni: kafka-clients' POM names it at run time, and its
+	// compression classes implement zstd-jni's interfaces (the linkage
+	// sets carry it too).
+	consistent := []string{"flink-connector-kafka-5.0.0-2.2", "kafka-clients-4.2.0", "zstd-jni-1.5.6-10"}
 	brokenLayer := libLayer(t, dir, broken...)
 
 	t.Run("kafka 3.2.0-1.18 on 2.2.0", func(t *testing.T) {
@@ -213,11 +216,12 @@ func TestVerifyDeepRealImage(t *testing.T) {
 	t.Run("the broken connector replaced in an upper layer", func(t *testing.T) {
 		fix := writeLayer(t, dir,
 			layerFile{name: "opt/flink/lib/flink-connector-kafka-3.2.0-1.18.jar", src: realJAR(t, "flink-connector-kafka-5.0.0-2.2")},
-			layerFile{name: "opt/flink/lib/kafka-clients-3.4.0.jar", src: realJAR(t, "kafka-clients-4.2.0")})
+			layerFile{name: "opt/flink/lib/kafka-clients-3.4.0.jar", src: realJAR(t, "kafka-clients-4.2.0")},
+			layerFile{name: "opt/flink/lib/zstd-jni-1.5.6-10.jar", src: realJAR(t, "zstd-jni-1.5.6-10")})
 		assert.Empty(t, imageFindings(t, realImage(t, base, brokenLayer, fix), image.VerifyOptions{}))
 		// And the other way round: the last layer writing the path wins.
 		got := imageFindings(t, realImage(t, base, fix, brokenLayer), image.VerifyOptions{})
-		assert.Equal(t, hostFindings(t, "2.2.0", broken, nil), got)
+		assert.Equal(t, hostFindings(t, "2.2.0", append(slices.Clone(broken), "zstd-jni-1.5.6-10"), nil), got)
 	})
 	t.Run("the broken connector whited out", func(t *testing.T) {
 		gone := writeLayer(t, dir,
