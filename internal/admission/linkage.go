@@ -912,6 +912,10 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 			// class missing from a package the classpath has is the host's
 			// API changing under the JAR: the JAR's severity.
 			f.Severity = Warning
+			f.Fix = "add the JAR that provides " + javaName(library(missing)) + " to lib beside " + path.Base(in) + ", which is built against it (a dependency it declares)"
+			if j.usrlib {
+				f.Fix = "bundle the JAR that provides " + javaName(library(missing)) + " in " + path.Base(in) + ", or add it to lib"
+			}
 			jd.absent = append(jd.absent, pending{f, library(missing)})
 		}
 		for _, s := range append([]string{c.Super}, c.Interfaces...) {

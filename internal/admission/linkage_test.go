@@ -169,13 +169,21 @@ func TestLinkageMissingDependency(t *testing.T) {
 	jar := func(classes ...testkit.Class) []jarBytes {
 		return []jarBytes{connector("/opt/flink/lib/x.jar", classes, map[string][]string{factory: {"org.apache.flink.connector.x.XSource"}}), dist()}
 	}
-	got := symbols(decideDeep(t, deepFacts(t, jar(own, callback, bundled), nil)))
+	d := decideDeep(t, deepFacts(t, jar(own, callback, bundled), nil))
+	got := symbols(d)
 	want := []string{
 		"linkage-class warning class org/apache/flink/connector/x/XCallback -> org/apache/kafka/clients/Callback.",
 		"linkage-class warning class org/apache/flink/connector/x/XSource -> org/apache/kafka/clients/Consumer.",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The fix names the library to add, not another build of the JAR:
+	// the JAR is the right one, its dependency is missing.
+	for _, f := range d {
+		if f.Rule == "linkage-class" && f.Fix != "add the JAR that provides org.apache.kafka.clients to lib beside x.jar, which is built against it (a dependency it declares)" {
+			t.Errorf("fix: %q", f.Fix)
+		}
 	}
 	// Without a class of its own built on Kafka, the absent library is an optional one.
 	own.News = slices.DeleteFunc(own.News, func(n string) bool { return n == "org/apache/flink/connector/x/XCallback" })
