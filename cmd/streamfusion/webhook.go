@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
@@ -123,7 +124,9 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		return usagef("%v", err)
 	}
 	log := report.Logger(c.ErrOrStderr(), o.JSONLog, "info")
-	opts.Deep = deepCheck
+	views := image.NewViews(0, 0) // the images' lib kept across session jobs' JARs
+	defer views.Close()
+	opts.Deep = verdict.ViewsDeep(views)
 	jobs, err := o.jobFetcher()
 	if err != nil {
 		return err

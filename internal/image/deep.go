@@ -215,6 +215,17 @@ func deepJARs(v *view, libDir string) []string {
 	return out
 }
 
+// deepNames returns the image's JARs the deep check opens (deepJARs)
+// less those a job JAR of the same name in usrlib replaces, and usrlib.
+func (o VerifyOptions) deepNames(v *view, libDir string) ([]string, string) {
+	names := deepJARs(v, libDir)
+	usrlib := path.Join(path.Dir(path.Clean(libDir)), "usrlib")
+	for _, j := range o.JobJARs {
+		names = slices.DeleteFunc(names, func(n string) bool { return n == strings.TrimPrefix(path.Join(usrlib, j.Name), "/") })
+	}
+	return names, usrlib
+}
+
 // budget counts what the deep check reads against its bounds.
 type budget struct{ jars, entries, bytes int64 }
 
@@ -255,11 +266,7 @@ func (o VerifyOptions) readDeep(ctx context.Context, layers []v1.Layer, diffIDs 
 	}
 	var b budget
 	wanted := map[int]map[string]int64{} // layer -> name -> size
-	names := deepJARs(v, libDir)
-	usrlib := path.Join(path.Dir(path.Clean(libDir)), "usrlib")
-	for _, j := range o.JobJARs {
-		names = slices.DeleteFunc(names, func(n string) bool { return n == strings.TrimPrefix(path.Join(usrlib, j.Name), "/") })
-	}
+	names, usrlib := o.deepNames(v, libDir)
 	for _, name := range names {
 		n, ok := v.fsys[name].Sys.(*node)
 		if !ok {

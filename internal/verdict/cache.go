@@ -188,6 +188,16 @@ func ImageDeep(ctx context.Context, read image.VerifyOptions, img v1.Image, jar 
 	return read.Verify(ctx, img)
 }
 
+// ViewsDeep is ImageDeep reusing an image's lib across job JARs: the
+// image's layers are read once while vs keeps it, and each new JAR on it
+// is checked on the kept view (image.Views; same findings).
+func ViewsDeep(vs *image.Views) func(context.Context, image.VerifyOptions, v1.Image, JobJAR) (*image.Result, error) {
+	return func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
+		read.JobJARs = []image.JobJAR{{Name: jar.Name, Path: jar.Path}}
+		return vs.Verify(ctx, read, img)
+	}
+}
+
 // Deep says whether VerifyJob can judge a job JAR (Options.Deep is set).
 func (c *Cache) Deep() bool { return c.opts.Deep != nil }
 
