@@ -93,10 +93,18 @@ func newRealSetup(t testing.TB) realSetup {
 }
 
 func (r realSetup) config(t testing.TB) Config {
+	return r.configWith(t, verdict.ImageDeep, "")
+}
+
+// configWith is config with deep as the deep check and tmp ("": the
+// default) as the directory its copies go to.
+func (r realSetup) configWith(t testing.TB, deep func(context.Context, image.VerifyOptions, v1Image, verdict.JobJAR) (*image.Result, error), tmp string) Config {
 	f, err := jobjar.New(jobjar.Options{AnyHost: true, TempDir: t.TempDir()})
 	require.NoError(t, err)
+	opts := verdict.Options{Deep: deep, Remote: []remote.Option{remote.WithTransport(http.DefaultTransport)}}
+	opts.Read.TempDir = tmp
 	return Config{Clusters: mapClusters{objs: map[string]any{"flink/real": r.cluster}}, Jobs: f, Timeout: 28 * time.Second,
-		Cache: verdict.New(verdict.Options{Deep: verdict.ImageDeep, Remote: []remote.Option{remote.WithTransport(http.DefaultTransport)}})}
+		Cache: verdict.New(opts)}
 }
 
 // TestRealJobJARs: real connectors as session jobs' JARs on a cluster of
@@ -129,6 +137,35 @@ func TestRealJobJARs(t *testing.T) {
 	}
 }
 
+// TestRealJobJARsReused: the real connectors judged on the real Flink
+// 2.2.0 lib kept across JARs (image.Views, as the webhook runs) answer
+// exactly as the check that reads the image for each JAR; the kept
+// directory is one, and gone on Close.
+func TestRealJobJARsReused(t *testing.T) {
+	r := newRealSetup(t)
+	tmp := t.TempDir()
+	views := image.NewViews(0, 0)
+	fresh := startServer(t, r.config(t), http.DefaultTransport)
+	reused := startServer(t, r.configWith(t, verdict.ViewsDeep(views), tmp), http.DefaultTransport)
+	for _, jar := range []string{"flink-connector-kafka-3.2.0-1.18.jar", "flink-connector-kafka-5.0.0-2.2.jar", "flink-sql-connector-kafka-5.0.0-2.2.jar"} {
+		body := reviewOf(t, "FlinkSessionJob", admissionv1.Create, sessionJobWith("real", r.jars.URL+"/"+jar, nil))
+		want, got := fresh.postWithin(t, body, "30s").Response, reused.postWithin(t, body, "30s").Response
+		assert.Equal(t, want.Allowed, got.Allowed, jar)
+		assert.Equal(t, want.Result, got.Result, jar)
+		assert.Equal(t, want.Warnings, got.Warnings, jar)
+		n, bytes := views.Len()
+		assert.Equal(t, 1, n, "the cluster's image kept once")
+		assert.Greater(t, bytes, int64(200<<20), "Flink 2.2.0's lib kept")
+	}
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Len(t, left, 1)
+	require.NoError(t, views.Close())
+	left, err = os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left)
+}
+
 // BenchmarkSessionJobReview: one review of a session job whose JAR is the
 // real Kafka SQL connector (6 MB) on a cluster of the real Flink 2.2.0
 // lib. cold: the JAR is fetched and deep-checked (the cluster image's own
@@ -152,6 +189,31 @@ func BenchmarkSessionJobReview(b *testing.B) {
 			b.StopTimer()
 		}
 	})
+	// A new JAR on a known image: the cluster's image was deep-checked
+	// before with another JAR (the Kafka connector for 1.18); reread reads
+	// its layers again (the check without reuse), reuse checks on the lib
+	// image.Views kept.
+	newJAR := func(b *testing.B, reuse bool) {
+		views := image.NewViews(0, 0)
+		defer views.Close()
+		deep := verdict.ImageDeep
+		if reuse {
+			deep = verdict.ViewsDeep(views)
+		}
+		first := reviewOf(b, "FlinkSessionJob", admissionv1.Create, sessionJobWith("real", r.jars.URL+"/flink-connector-kafka-3.2.0-1.18.jar", nil))
+		startServer(b, r.configWith(b, deep, ""), http.DefaultTransport).postWithin(b, first, "30s")
+		b.ResetTimer()
+		b.StopTimer()
+		for range b.N {
+			s := startServer(b, r.configWith(b, deep, ""), http.DefaultTransport)
+			s.postWithin(b, cluster, "30s")
+			b.StartTimer()
+			run(b, s)
+			b.StopTimer()
+		}
+	}
+	b.Run("new-jar-known-image/reread", func(b *testing.B) { newJAR(b, false) })
+	b.Run("new-jar-known-image/reuse", func(b *testing.B) { newJAR(b, true) })
 	b.Run("warm", func(b *testing.B) {
 		s := startServer(b, r.config(b), http.DefaultTransport)
 		run(b, s)
