@@ -40,6 +40,13 @@
 // JARs, bytes, central directory entries); memory grows by the class
 // indexes and the parsed classes only.
 //
+// Views (views.go) keeps that merged tree and its directory of copies for
+// a few image digests (by count and bytes, least recently used out, the
+// directory removed on eviction and Close) so that job JARs checked one
+// after another on one image read its layers once: each check places its
+// JARs in a copy of the kept tree. It does not keep the class indexes the
+// deep gathering builds; each check builds them again.
+//
 // Bake keeps the base's blobs as they are (tarball.go reads saved
 // tarballs without recompressing their layers) and compresses only the new
 // layer. What this package does not do: pull or push by itself beyond

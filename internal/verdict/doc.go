@@ -17,7 +17,9 @@
 // image digest and JAR digest, so a JAR judged on a cluster's image before
 // answers without a byte of either. The JAR's file is the caller's; the
 // cache releases it (JobJAR.Release) when the verification that reads it
-// ends, which may be after the caller gave up.
+// ends, which may be after the caller gave up. With ViewsDeep as
+// Options.Deep, a new JAR on an image deep-checked before is checked on
+// the image's lib kept by image.Views instead of reading its layers again.
 //
 // Credentials come from a keychain per call: the Docker config
 // (authn.DefaultKeychain, DOCKER_CONFIG) and pull-secret files (Secrets).
