@@ -45,16 +45,16 @@ const (
 	DefaultViewBytes = 1 << 30
 )
 
-// NewViews returns an empty Views keeping at most max images (<= 0:
+// NewViews returns an empty Views keeping at most images images (<= 0:
 // DefaultViews) and maxBytes of JAR copies (<= 0: DefaultViewBytes).
-func NewViews(max int, maxBytes int64) *Views {
-	if max <= 0 {
-		max = DefaultViews
+func NewViews(images int, maxBytes int64) *Views {
+	if images <= 0 {
+		images = DefaultViews
 	}
 	if maxBytes <= 0 {
 		maxBytes = DefaultViewBytes
 	}
-	return &Views{max: max, maxBytes: maxBytes, entries: map[string]*kept{}}
+	return &Views{max: images, maxBytes: maxBytes, entries: map[string]*kept{}}
 }
 
 // kept is one image read for the deep check without job JARs. Its fields
@@ -192,14 +192,13 @@ func (vs *Views) evict() {
 
 // Close removes every kept image's directory (those checks still read
 // when they end); later checks keep nothing.
-func (vs *Views) Close() error {
+func (vs *Views) Close() {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
 	vs.closed = true
 	for len(vs.lru) > 0 {
 		vs.drop(vs.lru[0])
 	}
-	return nil
 }
 
 // Len is the number of images kept and the bytes of their copies.

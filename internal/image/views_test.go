@@ -133,7 +133,7 @@ func TestViewsRemoveTheirDirectories(t *testing.T) {
 	assert.NotEqual(t, first, second)
 	n, _ := vs.Len()
 	assert.Equal(t, 1, n)
-	require.NoError(t, vs.Close())
+	vs.Close()
 	assert.Empty(t, dirs(t, tmp))
 	verify(vs, a) // closed: nothing kept
 	assert.Empty(t, dirs(t, tmp))
@@ -149,7 +149,7 @@ func TestViewsRemoveTheirDirectories(t *testing.T) {
 	vs = NewViews(0, 0)
 	k, err := vs.acquire(context.Background(), o, a, "sha256:held")
 	require.NoError(t, err)
-	require.NoError(t, vs.Close())
+	vs.Close()
 	assert.Len(t, dirs(t, tmp), 1, "removed while a check reads it")
 	vs.release(k)
 	assert.Empty(t, dirs(t, tmp))
@@ -202,6 +202,6 @@ func TestViewsConcurrentChecks(t *testing.T) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, reads.Load(), int64(len(layers)), "the image was read more than once")
 	assert.Len(t, dirs(t, tmp), 1)
-	require.NoError(t, vs.Close())
+	vs.Close()
 	assert.Empty(t, dirs(t, tmp))
 }
