@@ -282,8 +282,8 @@ type resolver struct {
 	cp       *Classpath
 	packages map[string]bool // packages some JAR on the classpath provides
 	maxMajor int
-	line     string           // the host's Flink line, for the fix
-	loads    map[loadKey]edge // class -> the first edge of its hierarchy to a missing class (zero when it loads)
+	line     string          // the host's Flink line, for the fix
+	loads    perLoader[edge] // class -> the first edge of its hierarchy to a missing class (zero when it loads)
 	// dropped are the packages the flink-dist of another line carries
 	// that a JAR on the classpath is built for (DistPackages), by package.
 	dropped map[string]droppedBy
@@ -318,9 +318,25 @@ func (v *view) droppedPackages(js []*deepJAR) map[string]droppedBy {
 	return out
 }
 
-type loadKey struct {
-	l    *Loader
-	name string
+// perLoader is a map from (loader, class name) to V kept as one string
+// map per loader: a check has two or three loaders, and a lookup by the
+// name alone hashes only the string (a (loader, name) struct key took the
+// generic map path, its hash and equality a twentieth of the CPU).
+type perLoader[V any] struct {
+	ls []*Loader
+	ms []map[string]V
+}
+
+// of returns l's map, made on first use.
+func (p *perLoader[V]) of(l *Loader) map[string]V {
+	for i, x := range p.ls {
+		if x == l {
+			return p.ms[i]
+		}
+	}
+	m := map[string]V{}
+	p.ls, p.ms = append(p.ls, l), append(p.ms, m)
+	return m
 }
 
 // packages are the packages every JAR of lib and usrlib holds classes of.
@@ -378,25 +394,26 @@ func (r *resolver) load(l *Loader, name string) edge {
 	if jdk(name) {
 		return edge{}
 	}
-	k := loadKey{l, name}
-	if e, ok := r.loads[k]; ok {
+	loads := r.loads.of(l)
+	if e, ok := loads[name]; ok {
 		return e
 	}
-	if r.loads == nil {
-		r.loads = map[loadKey]edge{}
-	}
-	r.loads[k] = edge{} // a cycle is the JVM's ClassCircularityError, not ours to report
+	loads[name] = edge{} // a cycle is the JVM's ClassCircularityError, not ours to report
 	a := l.Find(name)
 	if a == nil {
-		r.loads[k] = edge{missing: name}
-		return r.loads[k]
+		loads[name] = edge{missing: name}
+		return loads[name]
 	}
 	c, err := r.cp.Class(a, name)
 	if err != nil {
 		return edge{} // an unreadable class is layout-unreadable's business, not linkage's
 	}
 	dl := r.cp.loaderOf(a)
-	for _, s := range append([]string{c.Super}, c.Interfaces...) {
+	for i := -1; i < len(c.Interfaces); i++ {
+		s := c.Super
+		if i >= 0 {
+			s = c.Interfaces[i]
+		}
 		if s == "" {
 			continue
 		}
@@ -404,7 +421,7 @@ func (r *resolver) load(l *Loader, name string) edge {
 			if e.from == "" {
 				e.from = name
 			}
-			r.loads[k] = e
+			loads[name] = e
 			return e
 		}
 	}
@@ -639,7 +656,7 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 		name string
 		l    *Loader
 	}
-	seen := map[loadKey]bool{}
+	var seen perLoader[bool]
 	visited := map[*payload.Archive]map[string]bool{}
 	var level []item
 	for _, jd := range js {
@@ -652,11 +669,11 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 		perJAR := map[*judged][]string{}
 		var order []*judged
 		for _, it := range level {
-			k := loadKey{it.l, it.name}
-			if seen[k] || jdk(it.name) {
+			sl := seen.of(it.l)
+			if sl[it.name] || jdk(it.name) {
 				continue
 			}
-			seen[k] = true
+			sl[it.name] = true
 			a := it.l.Find(it.name)
 			jd := byArchive[a]
 			if jd == nil {
@@ -688,8 +705,9 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 				continue
 			}
 			l := m.jd.j.loader
+			sl := seen.of(l)
 			add := func(n string) {
-				if e, ok := element(n); ok && e != "" && !jdk(e) && !seen[loadKey{l, e}] {
+				if e, ok := element(n); ok && e != "" && !jdk(e) && !sl[e] {
 					next = append(next, item{e, l})
 				}
 			}
@@ -720,18 +738,18 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 // one by one on the walking goroutine. It only fills the parse cache
 // (Class keeps one result per class), so what is found does not change.
 func (r *resolver) prefetchNamed(mine []reachClass) {
-	seen := map[loadKey]bool{}
+	var seen perLoader[bool]
 	var ws []want
 	add := func(l *Loader, n string) {
 		e, ok := element(n)
 		if !ok || e == "" || jdk(e) {
 			return
 		}
-		k := loadKey{l, e}
-		if seen[k] {
+		sl := seen.of(l)
+		if sl[e] {
 			return
 		}
-		seen[k] = true
+		sl[e] = true
 		a := l.Find(e)
 		if a == nil || r.cp.isParsed(a, e) {
 			return

@@ -136,6 +136,10 @@ func (a *Archive) Class(name string, buf []byte) ([]byte, error) {
 
 var classInflaters sync.Pool
 
+// packedBuffers holds the buffers deflated class entries are read into
+// (*[]byte), for classBytes.
+var packedBuffers sync.Pool
+
 // classBytes reads a class entry: exactly its declared size (at most
 // maxClassBytes), inflated when deflated.
 func classBytes(d *directory, e *entry, buf []byte) ([]byte, error) {
@@ -144,7 +148,16 @@ func classBytes(d *directory, e *entry, buf []byte) ([]byte, error) {
 	}
 	var sec io.Reader
 	if e.packed <= smallEntry {
-		data, err := d.packedData(e)
+		var into []byte
+		if e.method != methodStored {
+			// The packed bytes of a deflated class are dropped once it is
+			// inflated: their buffer goes back to the pool (a stored
+			// class's bytes are its data, and are not pooled).
+			if p, ok := packedBuffers.Get().(*[]byte); ok {
+				into = *p
+			}
+		}
+		data, whole, err := d.packedData(e, into)
 		if err != nil {
 			return nil, err
 		}
@@ -154,6 +167,7 @@ func classBytes(d *directory, e *entry, buf []byte) ([]byte, error) {
 			}
 			return data[:e.size], nil
 		}
+		defer func() { b := whole[:0]; packedBuffers.Put(&b) }()
 		sec = bytes.NewReader(data)
 	} else {
 		off, err := d.dataStart(e, nil)

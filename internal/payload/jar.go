@@ -294,7 +294,7 @@ func isNative(name []byte) bool {
 func open(d *directory, e *entry) (io.Reader, func(), error) {
 	var sec io.Reader
 	if e.packed <= smallEntry {
-		data, err := d.packedData(e)
+		data, _, err := d.packedData(e, nil)
 		if err != nil {
 			return nil, nil, err
 		}

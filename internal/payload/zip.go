@@ -456,31 +456,40 @@ func (d *directory) avail(e *entry, start int64) int64 {
 
 // packedData returns the stored (compressed) bytes of a small entry,
 // reading its local header, name and data with one read when the local
-// extra field is short, as it is in JARs.
-func (d *directory) packedData(e *entry) ([]byte, error) {
+// extra field is short, as it is in JARs. It reads into into when that is
+// large enough, and returns the buffer it read the header into (into or a
+// new one) for the caller to reuse once data is no longer needed.
+func (d *directory) packedData(e *entry, into []byte) (data, buf []byte, err error) {
 	const extraGuess = 64
 	at := d.base + e.header
 	if e.header < 0 || at > d.size-lenLocal {
-		return nil, formatErr("entry %q: local header offset %d outside the %d-byte file", e.name, e.header, d.size)
+		return nil, nil, formatErr("entry %q: local header offset %d outside the %d-byte file", e.name, e.header, d.size)
 	}
-	buf := make([]byte, min(int64(lenLocal+len(e.name)+extraGuess)+int64(min(e.packed, smallEntry)), d.size-at))
-	if _, err := d.r.ReadAt(buf, at); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("read local header of %q: %w", e.name, err)
+	want := min(int64(lenLocal+len(e.name)+extraGuess)+int64(min(e.packed, smallEntry)), d.size-at)
+	buf = into
+	if int64(cap(buf)) < want {
+		buf = make([]byte, want)
 	}
+	buf = buf[:want]
+	got, err := d.r.ReadAt(buf, at)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, fmt.Errorf("read local header of %q: %w", e.name, err)
+	}
+	clear(buf[got:]) // a reused buffer reads as a new one past a short read
 	start, err := d.dataStart(e, buf)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n := d.avail(e, start)
 	if n == 0 {
-		return nil, nil
+		return nil, buf, nil
 	}
 	if rel := start - at; rel+n <= int64(len(buf)) {
-		return buf[rel : rel+n], nil
+		return buf[rel : rel+n], buf, nil
 	}
-	data := make([]byte, n) // a long local extra field: read the data on its own
+	data = make([]byte, n) // a long local extra field: read the data on its own
 	if _, err := d.r.ReadAt(data, start); err != nil {
-		return nil, fmt.Errorf("read %q: %w", e.name, err)
+		return nil, nil, fmt.Errorf("read %q: %w", e.name, err)
 	}
-	return data, nil
+	return data, buf, nil
 }
