@@ -114,6 +114,7 @@ type rawZip struct {
 	comment    string
 	countDelta int    // added to the end record's entry counts
 	zip64End   []byte // when not nil, a ZIP64 end record with this extensible data sector, and a saturated end record
+	endOffset  uint32 // when not 0, the end record's directory offset in place of the true one
 }
 
 func le16(b *bytes.Buffer, v uint16) { binary.Write(b, binary.LittleEndian, v) }
@@ -238,6 +239,9 @@ func (z rawZip) bytes(t *testing.T) []byte {
 		le16(&b, uint16(count))
 		le16(&b, uint16(count))
 		le32(&b, uint32(cdSize))
+		if z.endOffset != 0 {
+			cdOff = int(z.endOffset)
+		}
 		le32(&b, uint32(cdOff))
 	}
 	le16(&b, uint16(len(z.comment)))
@@ -319,6 +323,8 @@ func corruptCases(t *testing.T, good []corpusCase) []corpusCase {
 	add("raw-two-manifests", "two entries named META-INF/MANIFEST.MF (0.1.0, then 9.9.9)",
 		raw(rawZip{entries: append(append([]rawEntry(nil), d[:2]...), append([]rawEntry{{name: "META-INF/MANIFEST.MF", data: []byte(otherManifest), method: zip.Deflate}}, d[2:]...)...)}))
 	add("raw-count-plus", "the end record counts one entry more than the directory holds", raw(rawZip{entries: d, countDelta: 1}))
+	add("raw-offset-saturated", "the end record's directory offset is 0xffffffff and no ZIP64 locator precedes it (FuzzReadDiff/3a988f0af8be20b0)",
+		raw(rawZip{entries: d, endOffset: 0xffffffff}))
 	add("raw-count-minus", "the end record counts one entry fewer than the directory holds", raw(rawZip{entries: d, countDelta: -1}))
 	add("raw-descriptor-stored", "stored entries with data descriptors (flag 8)",
 		raw(rawZip{entries: func() []rawEntry {
