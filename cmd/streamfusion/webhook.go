@@ -35,6 +35,8 @@ type webhookOptions struct {
 	Clusters      string
 	JobJARs       string
 	JobJARMax     string
+	KeptImages    int
+	KeptSize      string
 	JobJARCA      string
 	JobJARAnyHost bool
 }
@@ -78,7 +80,9 @@ only; system roots plus --job-jar-ca-file; loopback, link-local,
 multicast and unspecified addresses refused unless --job-jar-any-host)
 and deep-checked on the cluster's images: linkage and shadowing errors
 deny, remembered by image digest and JAR digest, the JAR revalidated
-with its ETag or Last-Modified. local://, file:// and file system plugin
+with its ETag or Last-Modified. The lib copies of the last --kept-images
+images checked (at most --kept-images-size) stay in the temporary
+directory, so a new JAR on a known cluster does not read its image again. local://, file:// and file system plugin
 schemes (s3://...) are read by the operator in its own pod: admitted
 with a warning that they are not judged.`,
 		Args: none,
@@ -98,6 +102,8 @@ with a warning that they are not judged.`,
 	f.StringVar(&o.Clusters, "clusters", "api", "how a FlinkSessionJob's FlinkDeployment is found: api (read through the Kubernetes API) or none")
 	f.StringVar(&o.JobJARs, "job-jars", "fetch", "a FlinkSessionJob's http(s) jarURI: fetch (and deep-check it on its cluster's images) or off")
 	f.StringVar(&o.JobJARMax, "job-jar-max-size", "512Mi", "the largest job JAR fetched (a Kubernetes quantity: 512Mi, 1Gi)")
+	f.IntVar(&o.KeptImages, "kept-images", image.DefaultViews, "images whose lib copies stay in the temporary directory for the next session-job JAR on them (0: none, each new JAR reads its image again)")
+	f.StringVar(&o.KeptSize, "kept-images-size", "1Gi", "at most this much of those copies (a Kubernetes quantity: 512Mi, 1Gi)")
 	f.StringVar(&o.JobJARCA, "job-jar-ca-file", "", "PEM CA certificates trusted for https jarURIs besides the system roots")
 	f.BoolVar(&o.JobJARAnyHost, "job-jar-any-host", false, "also fetch jarURIs whose host is a loopback, link-local, multicast or unspecified address")
 	return c
@@ -124,12 +130,18 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		return usagef("%v", err)
 	}
 	log := report.Logger(c.ErrOrStderr(), o.JSONLog, "info")
-	views := image.NewViews(0, 0) // the images' lib kept across session jobs' JARs
-	defer views.Close()
-	opts.Deep = verdict.ViewsDeep(views)
 	jobs, err := o.jobFetcher()
 	if err != nil {
 		return err
+	}
+	views, err := o.keptViews()
+	if err != nil {
+		return err
+	}
+	opts.Deep = verdict.ImageDeep
+	if views != nil {
+		defer views.Close()
+		opts.Deep = verdict.ViewsDeep(views)
 	}
 	cfg := webhook.Config{Cache: verdict.New(opts), Secrets: verdict.Secrets{Dir: o.PullSecrets},
 		Timeout: o.Timeout, FailurePolicy: o.FailurePolicy, Log: log, Jobs: jobs}
@@ -160,6 +172,22 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		return err
 	}
 	return nil
+}
+
+// keptViews keeps the images' lib copies across session jobs' JARs as
+// the flags ask; nil with --kept-images=0.
+func (o *webhookOptions) keptViews() (*image.Views, error) {
+	if o.KeptImages < 0 {
+		return nil, usagef("--kept-images %d: want 0 or more", o.KeptImages)
+	}
+	q, err := resource.ParseQuantity(o.KeptSize)
+	if err != nil || q.Value() <= 0 {
+		return nil, usagef("--kept-images-size %q: want a positive quantity such as 1Gi", o.KeptSize)
+	}
+	if o.KeptImages == 0 {
+		return nil, nil
+	}
+	return image.NewViews(o.KeptImages, q.Value()), nil
 }
 
 // jobFetcher is the session jobs' JAR fetcher the flags ask for; nil

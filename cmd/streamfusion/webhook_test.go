@@ -61,6 +61,8 @@ func TestWebhookCommand(t *testing.T) {
 		{"unreadable key", []string{"webhook", "--tls-cert", certFile, "--tls-key", certFile}, "TLS certificate"},
 		{"arguments", []string{"webhook", "extra"}, "takes no arguments"},
 		{"unknown clusters source", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters", "etcd"}, `--clusters "etcd"`},
+		{"negative kept images", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--kept-images=-1"}, "--kept-images -1"},
+		{"kept images size not a quantity", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--kept-images-size=lots"}, `--kept-images-size "lots"`},
 		{"no API access", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--kubeconfig", filepath.Join(t.TempDir(), "none")}, "no Kubernetes API access"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,4 +127,20 @@ func TestWebhookCommand(t *testing.T) {
 		t.Fatal("the webhook did not stop when its context ended")
 	}
 	assert.Contains(t, stderr.String(), "webhook serving /validate, /healthz and /readyz")
+}
+
+// --kept-images=0 keeps no image's copies (each JAR reads its image
+// again); otherwise the bounds are the flags'.
+func TestKeptViews(t *testing.T) {
+	o := &webhookOptions{KeptImages: 0, KeptSize: "1Gi"}
+	v, err := o.keptViews()
+	require.NoError(t, err)
+	assert.Nil(t, v)
+	o = &webhookOptions{KeptImages: 3, KeptSize: "512Mi"}
+	v, err = o.keptViews()
+	require.NoError(t, err)
+	require.NotNil(t, v)
+	defer v.Close()
+	assert.Equal(t, 3, v.Max())
+	assert.Equal(t, int64(512<<20), v.MaxBytes())
 }

@@ -201,6 +201,12 @@ func (vs *Views) Close() {
 	}
 }
 
+// Max is the most images the Views keeps.
+func (vs *Views) Max() int { return vs.max }
+
+// MaxBytes is the most bytes of JAR copies the Views keeps.
+func (vs *Views) MaxBytes() int64 { return vs.maxBytes }
+
 // Len is the number of images kept and the bytes of their copies.
 func (vs *Views) Len() (int, int64) {
 	vs.mu.Lock()
