@@ -167,27 +167,28 @@ func start(args, env []string, stdout, stderr io.Writer) error {
 	if sig := sigs.pending(); sig != nil {
 		return interrupted(log, sig)
 	}
-	return exec.Handoff(cfg.Original, args, env, sigs.handled...)
+	return exec.Handoff(cfg.Original, args, env)
 }
 
-// signals are TERM, INT and HUP, caught from before admission until the
-// hand-off resets them. PID 1 gets no default signal handling, so an
-// uncaught TERM would be lost; a signal ignored when we started stays
-// ignored (Flink would have inherited it ignored, and so it still will).
+// signals are TERM, INT and HUP, caught from before admission until
+// execve gives them their default disposition. PID 1 gets no default
+// signal handling, so an uncaught TERM would be lost; a signal ignored
+// when we started stays ignored (Flink would have inherited it ignored,
+// and so it still will).
 type signals struct {
-	handled []os.Signal
-	caught  chan os.Signal
+	caught chan os.Signal
 }
 
 func catchSignals() *signals {
 	s := &signals{caught: make(chan os.Signal, 1)}
+	var handled []os.Signal
 	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP} {
 		if !signal.Ignored(sig) {
-			s.handled = append(s.handled, sig)
+			handled = append(handled, sig)
 		}
 	}
-	if len(s.handled) > 0 { // Notify with no signals would relay every signal
-		signal.Notify(s.caught, s.handled...)
+	if len(handled) > 0 { // Notify with no signals would relay every signal
+		signal.Notify(s.caught, handled...)
 	}
 	return s
 }
