@@ -138,6 +138,19 @@ bench: build
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
 	go test -run '^$$' -bench WarmReview -benchtime 2000x ./internal/webhook
 
+# The start path's parts priced alone in the same alternated run (issue
+# 19's budget): bare execs that link one library's package inits or set up
+# PID 1's signal handling, beside the entrypoint, the minimal reader and a
+# bare exec. See docs/performance.md.
+START_PARTS = notify yaml collate zerolog
+bench-start-parts: build
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(BENCH_FLINK) >/dev/null
+	go build -o bin/bench-minimal ./bench/minimal
+	go build -o bin/bench-bare ./bench/bare
+	go build -o bin/bench-ioreport ./bench/ioreport
+	for p in $(START_PARTS); do CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/startparts-$$p ./bench/startparts/$$p || exit 1; done
+	go run ./bench/compare -bin bin -runs 61 -jvm=false -parts bin/startparts-notify,bin/startparts-yaml,bin/startparts-collate,bin/startparts-zerolog -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales ''
+
 # streamfusion verify and bake on a ~700 MB image built from parts, from a tarball, an
 # OCI layout and a loopback registry, against a floor that reads every layer
 # once. The image is kept in $TMPDIR/streamfusion-imagebench. See

@@ -5,7 +5,8 @@
 // from the child's rusage), ratios, peak RSS, bytes read and the I/O floor,
 // and for each entrypoint build one line against the start path's budget:
 // at most 1.25x the minimal reader (issue 19), by the median wall and CPU
-// time of the same alternated run.
+// time of the same alternated run; with -parts, the bare execs of
+// bench/startparts priced over the bare exec.
 package main
 
 import (
@@ -38,6 +39,10 @@ type contender struct {
 // befores are earlier entrypoint binaries to measure alongside.
 var befores []string
 
+// parts are bare execs with one part of a start added (bench/startparts),
+// priced against the bare exec rather than judged against the budget.
+var parts []string
+
 // withJVM adds the JVM-side check to the layouts that have it.
 var withJVMCheck = true
 
@@ -52,10 +57,14 @@ func main() {
 	scales := flag.String("scales", "1,4,16", "entry-count scales to measure")
 	flinkLib := flag.String("flink-lib", "", "a real Flink distribution's lib (scripts/fetch-flink-dist): measured first, its JARs plus the realistic StreamFusion payloads")
 	before := flag.String("before", "", "earlier entrypoint builds, comma-separated, measured alongside in the same alternation (before and after in one run)")
+	part := flag.String("parts", "", "bare execs with one part of a start added (bench/startparts), comma-separated, priced over the bare exec in the same alternation")
 	flag.BoolVar(&withJVMCheck, "jvm", true, "measure the JVM-side check too")
 	flag.Parse()
 	if *before != "" {
 		befores = strings.Split(*before, ",")
+	}
+	if *part != "" {
+		parts = strings.Split(*part, ",")
 	}
 	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
 	b := abs(*bin)
@@ -169,6 +178,10 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 		}
 		cs = append(cs, &contender{name: name, argv: []string{b, "jobmanager"}, env: cs[0].env})
 	}
+	for _, p := range parts {
+		b, _ := filepath.Abs(p)
+		cs = append(cs, &contender{name: "part " + filepath.Base(b), argv: []string{b}, env: cs[0].env})
+	}
 	if withJVM && withJVMCheck {
 		cs = append(cs, &contender{name: "JVM check", argv: []string{"java", "-Xshare:auto", "-cp", filepath.Join(bin, "bench-jvm"), "JarCheck", lib}, env: append(env, "JAVA_HOME="+os.Getenv("JAVA_HOME"))})
 	}
@@ -216,10 +229,14 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 			float64(m)/float64(ep), float64(slices.Max(c.rss))/1024, read, ratio)
 	}
 	fmt.Println()
-	reader := cs[1]
+	reader, bare := cs[1], cs[2]
 	for _, c := range cs {
-		if strings.HasPrefix(c.name, "entrypoint") {
+		switch {
+		case strings.HasPrefix(c.name, "entrypoint"):
 			fmt.Println(verdict(c, reader))
+		case strings.HasPrefix(c.name, "part "):
+			over := func(a, b []time.Duration) string { return ms(median(a) - median(b)) }
+			fmt.Printf("%s: over the bare exec, wall median %s, CPU median %s\n", c.name, over(c.runs, bare.runs), over(c.cpu, bare.cpu))
 		}
 	}
 	return nil

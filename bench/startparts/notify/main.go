@@ -1,0 +1,18 @@
+// Command notify is a bare exec that first catches TERM, INT and HUP as
+// the entrypoint does (signal.Notify, which starts the runtime's signal
+// thread and makes one round trip to it per signal): the price of PID 1's
+// signal handling on every start.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	t := os.Getenv("STREAMFUSION_ORIGINAL_ENTRYPOINT")
+	panic(syscall.Exec(t, []string{t}, os.Environ()))
+}
