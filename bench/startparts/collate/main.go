@@ -3,13 +3,9 @@
 package main
 
 import (
-	"os"
-	"syscall"
-
 	_ "golang.org/x/text/collate"
+
+	"github.com/streamfusion/image-entrypoint/bench/startparts/handoff"
 )
 
-func main() {
-	t := os.Getenv("STREAMFUSION_ORIGINAL_ENTRYPOINT")
-	panic(syscall.Exec(t, []string{t}, os.Environ()))
-}
+func main() { handoff.Exec() }

@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/streamfusion/image-entrypoint/bench/startparts/handoff"
 )
 
 func main() {
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	t := os.Getenv("STREAMFUSION_ORIGINAL_ENTRYPOINT")
-	panic(syscall.Exec(t, []string{t}, os.Environ()))
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	handoff.Exec()
 }

@@ -3,13 +3,9 @@
 package main
 
 import (
-	"os"
-	"syscall"
-
 	_ "go.yaml.in/yaml/v3"
+
+	"github.com/streamfusion/image-entrypoint/bench/startparts/handoff"
 )
 
-func main() {
-	t := os.Getenv("STREAMFUSION_ORIGINAL_ENTRYPOINT")
-	panic(syscall.Exec(t, []string{t}, os.Environ()))
-}
+func main() { handoff.Exec() }
