@@ -128,11 +128,7 @@ bench-k8s: k8s-tools
 BENCH_RUNS ?= 21
 BENCH_FLINK ?= 2.2.0
 BENCH_SCALES ?= 1,4,16
-bench: build
-	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(BENCH_FLINK) >/dev/null
-	go build -o bin/bench-minimal ./bench/minimal
-	go build -o bin/bench-bare ./bench/bare
-	go build -o bin/bench-ioreport ./bench/ioreport
+bench: bench-tools
 	mkdir -p bin/bench-jvm && javac -d bin/bench-jvm bench/jvm/JarCheck.java
 	go run ./bench/compare -bin bin -runs $(BENCH_RUNS) -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales '$(BENCH_SCALES)'
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
@@ -143,13 +139,19 @@ bench: build
 # PID 1's signal handling, beside the entrypoint, the minimal reader and a
 # bare exec. See docs/performance.md.
 START_PARTS = notify yaml collate zerolog
-bench-start-parts: build
+comma := ,
+bench-start-parts: bench-tools
+	for p in $(START_PARTS); do CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/startparts-$$p ./bench/startparts/$$p || exit 1; done
+	go run ./bench/compare -bin bin -runs 61 -jvm=false -parts $(subst $() ,$(comma),$(addprefix bin/startparts-,$(START_PARTS))) -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales ''
+
+# The contenders bench and bench-start-parts measure the entrypoint
+# against: the real distribution's lib, the minimal reader, a bare exec,
+# and the reporter of bytes read.
+bench-tools: build
 	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(BENCH_FLINK) >/dev/null
 	go build -o bin/bench-minimal ./bench/minimal
 	go build -o bin/bench-bare ./bench/bare
 	go build -o bin/bench-ioreport ./bench/ioreport
-	for p in $(START_PARTS); do CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o bin/startparts-$$p ./bench/startparts/$$p || exit 1; done
-	go run ./bench/compare -bin bin -runs 61 -jvm=false -parts bin/startparts-notify,bin/startparts-yaml,bin/startparts-collate,bin/startparts-zerolog -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales ''
 
 # streamfusion verify and bake on a ~700 MB image built from parts, from a tarball, an
 # OCI layout and a loopback registry, against a floor that reads every layer
@@ -207,7 +209,7 @@ FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead int
 # the real Flink 2.2.0 lib, through the webhook (the JARs by coordinates,
 # as test-real fetches them); the cold and warm review's benchmark.
 FUZZ_TARGETS += internal/jobjar:FuzzParseHeaders internal/jobjar:FuzzParseURI
-.PHONY: test-session-jar bench-session-jar
+.PHONY: test-session-jar bench-session-jar bench-start-parts bench-tools
 test-session-jar: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
 	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v -run 'TestRealJobJARs' ./internal/webhook/

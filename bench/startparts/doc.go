@@ -3,6 +3,7 @@
 // part alone (issue 19's start-path budget, docs/performance.md): the
 // package inits of one library, or signal handling as the entrypoint sets
 // it up. Each execs STREAMFUSION_ORIGINAL_ENTRYPOINT, as the entrypoint
-// does, so `go run ./bench/compare -before bin/startparts-notify,...`
-// measures them beside the entrypoint and the minimal reader.
+// does, so `go run ./bench/compare -parts bin/startparts-notify,...`
+// prices them over a bare exec beside the entrypoint and the minimal
+// reader (`make bench-start-parts`).
 package startparts
