@@ -126,9 +126,6 @@ func newImage(t *testing.T, d testkit.Dist) *image {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"FLINK_HOME=" + filepath.Join(root, testkit.FlinkHome),
 		"JAVA_HOME=" + filepath.Join(root, testkit.JavaHome),
-		// as every StreamFusion image sets them (the Dockerfile, bake)
-		"GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072",
-		"ROCKSDB_MUSL_LIBC=false",
 		"STREAMFUSION_ORIGINAL_ENTRYPOINT=" + self,
 		"STREAMFUSION_TERMINATION_LOG=" + im.termLog,
 		helperEnv + "=original",

@@ -78,7 +78,7 @@ var Rules = []Rule{
 	{"config-key-conflict", Warning, "A key and its deprecated key are both set, to different values: Flink uses the key and ignores the deprecated one.", configKeyConflict},
 	{"config-unknown-key", Warning, "A key the host's Flink does not read: a near name of a key it knows, or a key an other release had.", configUnknownKey},
 	{"config-taskmanager-flags", Warning, "A TaskManager's JVM options lack the Arrow options StreamFusion needs (-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false).", configTaskManagerFlags},
-	{"config-env", Warning, "A payload carries native libraries and GLIBC_TUNABLES (glibc.rtld.optional_static_tls=131072) or ROCKSDB_MUSL_LIBC=false is not set.", configEnv},
+	{"config-env", Warning, "GLIBC_TUNABLES sets glibc.rtld.optional_static_tls above 24576: glibc takes it out of every thread's stack and the JVM hangs or dies of SIGSEGV at its first subprocess (docs/glibc-tunables.md).", configEnv},
 	{"plugins-payload", Warning, "A StreamFusion payload sits in plugins/, where it loads in isolation and never accelerates.", pluginsPayload},
 }
 
