@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 )
 
+// elfHeaderSize is the size of an Elf64_Ehdr.
+const elfHeaderSize = 64
+
 // ELFHeader returns an ELF64 little-endian header of a shared object
 // (ET_DYN) for machine, written field by field as the System V ABI's
 // ELF header (Elf64_Ehdr) lays it out, followed by body: no program or
@@ -55,6 +58,10 @@ const (
 	NativeMissing   = "libsf_missing.so"   // DT_NEEDED libsf_absent.so
 	NativeAArch64   = "libsf_aarch64.so"   // the good library, e_machine EM_AARCH64
 	NativeMissingSO = "libsf_absent.so"    // the library NativeMissing needs, deleted
+	// StubLibc236 is a libc.so.6 that defines the GLIBC versions of
+	// bookworm's glibc 2.36 up to GLIBC_2.36 (a few of them: 2.2.5, 2.3,
+	// 2.14, 2.34, 2.36) and nothing else, for test roots.
+	StubLibc236 = "stub236/libc.so.6"
 )
 
 // NativeFixtures builds the native library fixtures in dir with gcc
@@ -82,24 +89,29 @@ func NativeFixtures(dir string) (map[string][]byte, error) {
 		"glibc238.c": "#include <stddef.h>\n__asm__(\".symver sf_strlcpy, strlcpy@GLIBC_2.38\");\n" +
 			"extern size_t sf_strlcpy(char *, const char *, size_t);\n" +
 			"size_t sf_copy(char *d, const char *s, size_t n) { return sf_strlcpy(d, s, n); }\n",
-		"stubc.c":   "unsigned long strlcpy(char *d, const char *s, unsigned long n) { (void)d; (void)s; return n; }\n",
-		"stubc.map": "GLIBC_2.2.5 { };\nGLIBC_2.38 { global: strlcpy; };\n",
-		"absent.c":  "int sf_absent(void) { return 1; }\n",
-		"missing.c": "extern int sf_absent(void);\nint sf_missing(void) { return sf_absent(); }\n",
+		"stubc.c":     "unsigned long strlcpy(char *d, const char *s, unsigned long n) { (void)d; (void)s; return n; }\n",
+		"stubc.map":   "GLIBC_2.2.5 { };\nGLIBC_2.38 { global: strlcpy; };\n",
+		"absent.c":    "int sf_absent(void) { return 1; }\n",
+		"stub236.map": "GLIBC_2.2.5 { global: strlen; };\nGLIBC_2.3 { };\nGLIBC_2.14 { };\nGLIBC_2.34 { };\nGLIBC_2.36 { };\n",
+		"stub236.c":   "unsigned long strlen(const char *s) { unsigned long n = 0; while (s[n]) n++; return n; }\n",
+		"missing.c":   "extern int sf_absent(void);\nint sf_missing(void) { return sf_absent(); }\n",
 	}
 	for name, text := range sources {
 		if err := write(name, text); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "stub"), 0o755); err != nil {
-		return nil, err
+	for _, d := range []string{"stub", "stub236"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return nil, err
+		}
 	}
 	steps := [][]string{
 		{"-shared", "-fPIC", "-O2", "-o", NativeGood, "good.c"},
 		{"-shared", "-fPIC", "-O2", "-ftls-model=initial-exec", "-o", NativeTLS, "tls.c"},
 		{"-shared", "-fPIC", "-O2", "-ftls-model=initial-exec", "-o", NativeTLSSmall, "tls_small.c"},
 		{"-shared", "-fPIC", "-nostdlib", "-Wl,--version-script=stubc.map", "-Wl,-soname,libc.so.6", "-o", "stub/libc.so.6", "stubc.c"},
+		{"-shared", "-fPIC", "-nostdlib", "-Wl,--version-script=stub236.map", "-Wl,-soname,libc.so.6", "-o", StubLibc236, "stub236.c"},
 		{"-shared", "-fPIC", "-nostdlib", "-o", NativeNewGlibc, "glibc238.c", "-Lstub", "-l:libc.so.6"},
 		{"-shared", "-fPIC", "-Wl,-soname," + NativeMissingSO, "-o", NativeMissingSO, "absent.c"},
 		{"-shared", "-fPIC", "-o", NativeMissing, "missing.c", "-L.", "-l:" + NativeMissingSO},
@@ -110,7 +122,7 @@ func NativeFixtures(dir string) (map[string][]byte, error) {
 		}
 	}
 	out := map[string][]byte{}
-	for _, name := range []string{NativeGood, NativeTLS, NativeTLSSmall, NativeNewGlibc, NativeMissing} {
+	for _, name := range []string{NativeGood, NativeTLS, NativeTLSSmall, NativeNewGlibc, NativeMissing, StubLibc236} {
 		data, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return nil, err
