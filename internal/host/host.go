@@ -75,6 +75,10 @@ type Settings struct {
 	// ReadJAR reads one JAR of fsys; nil: payload.Open. The image tooling
 	// answers from facts it read from the layers, without the bytes.
 	ReadJAR func(fsys fs.FS, name string, opt payload.Options) *payload.JAR
+	// ReadLibVersions reads the symbol versions a library of fsys defines
+	// (name relative to its root); nil: its ELF, with DefinedVersions.
+	// The image tooling answers from what it read of the layers.
+	ReadLibVersions func(fsys fs.FS, name string) ([]string, error)
 }
 
 // Progress tells which files a running Gather is reading, so a caller that
@@ -173,7 +177,7 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 		if f.JDK.Err == nil {
 			release = f.JDK.Source
 		}
-		f.Libs = ReadLibs(fsys, f.Platform.Arch, release, f.Classpath)
+		f.Libs = ReadLibs(fsys, f.Platform.Arch, release, f.Classpath, s.ReadLibVersions)
 	}
 	if s.Deep {
 		f.Deep = gatherDeep(ctx, fsys, s, f)

@@ -37,7 +37,7 @@ var multiarch = map[string]string{"x86_64": "x86_64-linux-gnu", "aarch64": "aarc
 // with debug/elf; only the headers and the version sections are read). It
 // reads what ldd would ask the loader, without running anything of the
 // root.
-func ReadLibs(fsys fs.FS, arch, javaRelease string, jars []*payload.JAR) *admission.Libs {
+func ReadLibs(fsys fs.FS, arch, javaRelease string, jars []*payload.JAR, versionsOf func(fs.FS, string) ([]string, error)) *admission.Libs {
 	var names, versioned []string
 	for _, j := range jars {
 		for _, n := range j.ELF {
@@ -62,12 +62,32 @@ func ReadLibs(fsys fs.FS, arch, javaRelease string, jars []*payload.JAR) *admiss
 			libs.Found[name] = findLib(fsys, libs.Dirs, name)
 		}
 	}
+	var err error
 	for _, name := range versioned {
 		if p := libs.Found[name]; p != "" {
+			if versionsOf != nil {
+				d := admission.LibDefs{Path: p}
+				if d.Versions, err = versionsOf(fsys, rel(p)); err != nil {
+					d.Err = err.Error()
+				}
+				libs.Defs[name] = d
+				continue
+			}
 			libs.Defs[name] = readDefs(fsys, p)
 		}
 	}
 	return libs
+}
+
+// SystemLibDirs are the directories the loader searches without
+// ld.so.conf: Debian's multiarch ones and the usual others, and the
+// directories Debian's ld.so.conf.d names.
+func SystemLibDirs(arch string) []string {
+	var out []string
+	if t, ok := multiarch[arch]; ok {
+		out = append(out, "/usr/local/lib/"+t, "/lib/"+t, "/usr/lib/"+t)
+	}
+	return append(out, "/usr/local/lib", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 }
 
 // libDirs is the loader's search path in the root: ld.so.conf's
@@ -113,11 +133,7 @@ func libDirs(fsys fs.FS, arch, javaRelease string) []string {
 		}
 	}
 	conf("/etc/ld.so.conf")
-	if t, ok := multiarch[arch]; ok {
-		add("/lib/" + t)
-		add("/usr/lib/" + t)
-	}
-	for _, d := range []string{"/lib64", "/usr/lib64", "/lib", "/usr/lib"} {
+	for _, d := range SystemLibDirs(arch) {
 		add(d)
 	}
 	if javaRelease != "" {
