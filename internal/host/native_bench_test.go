@@ -33,7 +33,7 @@ func BenchmarkGatherRealisticNative(b *testing.B) {
 	b.Run("realistic/off", func(b *testing.B) { run(b, root, false) })
 	b.Run("realistic/native", func(b *testing.B) { run(b, root, true) })
 
-	real, err := os.ReadFile("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")
+	stdcxx, err := os.ReadFile("/usr/lib/x86_64-linux-gnu/libstdc++.so.6")
 	if err != nil {
 		b.Skip("no libstdc++.so.6 on this machine:", err)
 	}
@@ -43,7 +43,7 @@ func BenchmarkGatherRealisticNative(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, m := range []string{"kafka", "json", "csv", "avro", "parquet", "paimon"} {
-		p := testkit.NativePayload(m, "2.2", "0.1.0", "libstreamfusion_"+m+"_ops.so", real)
+		p := testkit.NativePayload(m, "2.2", "0.1.0", "libstreamfusion_"+m+"_ops.so", stdcxx)
 		if err := os.WriteFile(filepath.Join(lib, p.FileName()), p.Bytes(), 0o644); err != nil {
 			b.Fatal(err)
 		}

@@ -128,7 +128,7 @@ func ParseELF(data []byte) (n Native, err error) {
 func tlsReloc(f *elf.File, data []byte) string {
 	seen := 0
 	for _, s := range f.Sections {
-		if s.Flags&elf.SHF_ALLOC == 0 || (s.Type != elf.SHT_RELA && s.Type != elf.SHT_REL) || s.Type == elf.SHT_NOBITS {
+		if s.Flags&elf.SHF_ALLOC == 0 || (s.Type != shtRelocA && s.Type != elf.SHT_REL) || s.Type == elf.SHT_NOBITS {
 			continue
 		}
 		if s.Offset > uint64(len(data)) || s.Size > uint64(len(data))-s.Offset {
@@ -146,13 +146,16 @@ func tlsReloc(f *elf.File, data []byte) string {
 	return ""
 }
 
+// shtRelocA is the section type of relocations with addends.
+const shtRelocA = elf.SHT_RELA //nolint:misspell // the ELF specification's name
+
 func relocSize(c elf.Class, t elf.SectionType) int {
 	switch {
-	case c == elf.ELFCLASS64 && t == elf.SHT_RELA:
+	case c == elf.ELFCLASS64 && t == shtRelocA:
 		return 24
 	case c == elf.ELFCLASS64:
 		return 16
-	case t == elf.SHT_RELA:
+	case t == shtRelocA:
 		return 12
 	}
 	return 8
