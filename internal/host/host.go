@@ -13,6 +13,11 @@
 // does ReadConfig. The flat-key reading of Flink's scripts is a regular
 // expression of their own sed, since that is what they run.
 //
+// For the native libraries' rules it reads what the root offers the
+// dynamic loader (ReadLibs, native.go): ld.so.conf's and the system
+// directories, and the versions libraries define, with debug/elf; never
+// by running ldd or the loader.
+//
 // It reads; it does not judge. The same code reads a live container
 // (os.DirFS("/")), a test tree and a flattened image.
 package host
