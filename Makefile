@@ -98,6 +98,17 @@ bench-linkage-checker: bench-linkage-compare
 test-jvm:
 	go test -tags jvmoracle -count=1 -v -run 'TestJVMOracleCorpus' ./internal/payload/
 
+# --- native libraries (issue 29): the native-* rules against glibc's own
+# loader on this machine (Debian bookworm, glibc 2.36, as the images):
+# fixtures built with gcc, put in payload JARs, judged on this root and
+# dlopen()ed by a C program built with gcc. Fails without gcc in CI. A few
+# seconds.
+.PHONY: test-native
+test-native:
+	go test -tags nativeoracle -count=1 -v -run 'TestNativeLoaderAgrees' ./internal/host/
+FUZZ_TARGETS += internal/payload:FuzzParseELF internal/payload:FuzzNatives internal/host:FuzzDefinedVersions
+# --- end native libraries
+
 # Real containers: needs an engine at DOCKER_HOST (podman's API service in CI).
 image-test:
 	TESTCONTAINERS_RYUK_DISABLED=true go test -tags imagesuite -count=1 -timeout 40m -v ./images/suite/
@@ -192,9 +203,9 @@ bench-linkage: build flink-dist
 # --- end
 
 lint:
-	go vet -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal,linkageoracle ./...
+	go vet -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal,linkageoracle,nativeoracle ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal,linkageoracle ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal,linkageoracle,nativeoracle ./...
 	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.

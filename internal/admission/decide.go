@@ -31,6 +31,9 @@ type Facts struct {
 	// nil when they were not asked for (the start path, unless
 	// STREAMFUSION_LINKAGE=true).
 	Deep *Deep
+	// Libs is what the root filesystem offers the payloads' native
+	// libraries (the native-* rules); nil when their ELF was not read.
+	Libs *Libs
 	// Config is the configuration the process about to start runs with;
 	// its zero value (no Dir) turns the config rules off.
 	Config Config

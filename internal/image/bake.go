@@ -102,7 +102,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	sel := newSelection(c)
+	sel := newSelection(c, cfg.Architecture)
 	if opt.Read.deepWanted(c) {
 		if opt.Read.keep, err = newKeeper(opt.Read.TempDir); err != nil {
 			return nil, nil, err

@@ -435,7 +435,7 @@ func (o VerifyOptions) placeJobJARs(d *deepFS, v *view, usrlib string, b *budget
 			return fmt.Errorf("job JAR %s: %w", j.Path, err)
 		}
 		name := dir + "/" + j.Name
-		facts := jarFactsOf(f, info.Size(), "/"+name)
+		facts := jarFactsOf(f, info.Size(), "/"+name, "") // usrlib: the JVM loads no payload libraries from job JARs
 		f.Close()
 		if err := b.add(name, info.Size(), facts.Entries); err != nil {
 			return fmt.Errorf("job JAR %s: %w", j.Path, err)

@@ -178,7 +178,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	sel := newSelection(c)
+	sel := newSelection(c, cfg.Architecture)
 	if o.deepWanted(c) {
 		if o.keep, err = newKeeper(o.TempDir); err != nil {
 			return nil, err
@@ -227,6 +227,8 @@ func (o VerifyOptions) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFil
 func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view, d *deepFS) (*Result, error) {
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
 	s.ReadJAR = v.readJAR
+	s.ReadLibVersions = v.readLibVersions
+	s.Native = true // the native-* rules, always: the ELF facts came with the layers
 	s.Deep = d != nil
 	var root fs.FS = v.fsys
 	if d != nil {

@@ -230,7 +230,7 @@ func (o VerifyOptions) prepare(ctx context.Context, img v1.Image, k *kept) error
 		return err
 	}
 	k.keep = o.keep
-	facts, v, err := o.readAll(ctx, img, newSelection(c))
+	facts, v, err := o.readAll(ctx, img, newSelection(c, cfg.Architecture))
 	if err == nil {
 		k.d, err = o.deep(ctx, img, cfg, facts, v, c.LibDir)
 	}
