@@ -156,7 +156,7 @@ func grouped(findings []admission.Finding, detail int) []line {
 	for _, s := range Groups(findings) {
 		if len(s.Groups) == 1 && len(s.Groups[0].Findings) == 1 {
 			f := s.Groups[0].Findings[0]
-			out = append(out, line{f.Severity, severityWord(f.Severity) + " [" + f.Rule + "] " + f.Text() + strict(f)})
+			out = append(out, line{severity: f.Severity, text: severityWord(f.Severity) + " [" + f.Rule + "] " + f.Text() + strict(f)})
 			continue
 		}
 		sev := admission.Warning
@@ -165,17 +165,17 @@ func grouped(findings []admission.Finding, detail int) []line {
 		}
 		head := fmt.Sprintf("%s: %s", cmp.Or(s.Path, "host"), counts(s.Errors, s.Warnings))
 		if detail < 0 && s.Errors == 0 {
-			out = append(out, line{sev, head + " (" + rulesOf(s) + ")"})
+			out = append(out, line{severity: sev, text: head + " (" + rulesOf(s) + ")", subject: &s})
 			continue
 		}
-		out = append(out, line{sev, head})
+		out = append(out, line{severity: sev, text: head})
 		var usualGroups []Group
 		for _, g := range s.Groups {
 			switch {
 			case g.Usual:
 				usualGroups = append(usualGroups, g)
 			case detail < 0 && g.Severity == admission.Warning:
-				out = append(out, line{g.Severity, fmt.Sprintf("  %d WARNING [%s]%s", len(g.Findings), g.Rule, cond(g.Library != "", " on "+g.Library, ""))})
+				out = append(out, line{severity: g.Severity, text: fmt.Sprintf("  %d WARNING [%s]%s", len(g.Findings), g.Rule, cond(g.Library != "", " on "+g.Library, ""))})
 			default:
 				out = append(out, groupLines(g, max(detail, 0))...)
 			}
@@ -206,6 +206,7 @@ func rulesOf(s Subject) string {
 type line struct {
 	severity admission.Severity
 	text     string
+	subject  *Subject // a subject of warnings on one line, which fold can fold further
 }
 
 func severityWord(s admission.Severity) string { return strings.ToUpper(string(s)) }
@@ -227,7 +228,7 @@ const maxExampleLen = 200
 func groupLines(g Group, examplesShown int) []line {
 	f0 := g.Findings[0]
 	if len(g.Findings) == 1 {
-		return []line{{g.Severity, "  " + severityWord(g.Severity) + " [" + g.Rule + "] " + f0.Message + ": found " + f0.Found + ", required " + f0.Required + "; fix: " + f0.Fix + strict(f0)}}
+		return []line{{severity: g.Severity, text: "  " + severityWord(g.Severity) + " [" + g.Rule + "] " + f0.Message + ": found " + f0.Found + ", required " + f0.Required + "; fix: " + f0.Fix + strict(f0)}}
 	}
 	what := ""
 	switch {
@@ -249,17 +250,17 @@ func groupLines(g Group, examplesShown int) []line {
 	if g.Findings[0].Strict {
 		head += strict(g.Findings[0])
 	}
-	out := []line{{g.Severity, head}}
+	out := []line{{severity: g.Severity, text: head}}
 	fixLine := "    fix: " + fix
 	if others > 0 {
 		fixLine += fmt.Sprintf(" (and %s, in --json)", count(others, "other fix"))
 	}
-	out = append(out, line{g.Severity, fixLine})
+	out = append(out, line{severity: g.Severity, text: fixLine})
 	if examplesShown == 0 {
 		return out
 	}
 	for _, f := range examples(g.Findings, examplesShown) {
-		out = append(out, line{g.Severity, "    e.g. " + Clip(f.Message, maxExampleLen)})
+		out = append(out, line{severity: g.Severity, text: "    e.g. " + Clip(f.Message, maxExampleLen)})
 	}
 	return out
 }
@@ -281,13 +282,13 @@ func usualLines(groups []Group, detail int) []line {
 		for _, g := range groups {
 			total += len(g.Findings)
 		}
-		return []line{{admission.Warning, fmt.Sprintf("  %d WARNING [linkage-class] in %d libraries (%s): %s", total, len(groups), Clip(strings.Join(libs, ", "), maxExampleLen), usualNote)}}
+		return []line{{severity: admission.Warning, text: fmt.Sprintf("  %d WARNING [linkage-class] in %d libraries (%s): %s", total, len(groups), Clip(strings.Join(libs, ", "), maxExampleLen), usualNote)}}
 	}
 	total := 0
 	for _, g := range groups {
 		total += len(g.Findings)
 	}
-	out := []line{{admission.Warning, fmt.Sprintf("  %d WARNING [linkage-class] in %d libraries: %s", total, len(groups), usualNote)}}
+	out := []line{{severity: admission.Warning, text: fmt.Sprintf("  %d WARNING [linkage-class] in %d libraries: %s", total, len(groups), usualNote)}}
 	rest, restN := 0, 0
 	for i, g := range groups {
 		if i >= maxUsualLibraries && len(groups) > maxUsualLibraries+1 {
@@ -296,10 +297,10 @@ func usualLines(groups []Group, detail int) []line {
 			continue
 		}
 		ex := examples(g.Findings, 1)[0]
-		out = append(out, line{admission.Warning, fmt.Sprintf("    %d %s, e.g. %s", len(g.Findings), g.Library, Clip(ex.Message, maxExampleLen))})
+		out = append(out, line{severity: admission.Warning, text: fmt.Sprintf("    %d %s, e.g. %s", len(g.Findings), g.Library, Clip(ex.Message, maxExampleLen))})
 	}
 	if rest > 0 {
-		out = append(out, line{admission.Warning, fmt.Sprintf("    %d in %d more libraries", restN, rest)})
+		out = append(out, line{severity: admission.Warning, text: fmt.Sprintf("    %d in %d more libraries", restN, rest)})
 	}
 	return out
 }
@@ -352,7 +353,7 @@ func people(findings []admission.Finding, budget int) []line {
 	if len(findings) <= FewFindings {
 		var out []line
 		for _, f := range findings {
-			out = append(out, line{f.Severity, severityWord(f.Severity) + " [" + f.Rule + "] " + f.Text() + strict(f)})
+			out = append(out, line{severity: f.Severity, text: severityWord(f.Severity) + " [" + f.Rule + "] " + f.Text() + strict(f)})
 		}
 		return out
 	}
@@ -362,7 +363,7 @@ func people(findings []admission.Finding, budget int) []line {
 			errs++
 		}
 	}
-	out := []line{{admission.Warning, fmt.Sprintf("%s, grouped by JAR and library, the fix first; every finding in full: --json", counts(errs, len(findings)-errs))}}
+	out := []line{{severity: admission.Warning, text: fmt.Sprintf("%s, grouped by JAR and library, the fix first; every finding in full: --json", counts(errs, len(findings)-errs))}}
 	var body []line
 	for detail := 2; detail >= -1; detail-- {
 		body = grouped(findings, detail)
@@ -370,5 +371,36 @@ func people(findings []admission.Finding, budget int) []line {
 			break
 		}
 	}
-	return append(out, body...)
+	return append(out, fold(body, budget-len(out))...)
+}
+
+// fold keeps lines within budget by putting the last subjects of warnings
+// on one line: how many JARs, how many warnings of each rule.
+func fold(lines []line, budget int) []line {
+	if len(lines) <= budget {
+		return lines
+	}
+	var folded []*Subject
+	for i := len(lines) - 1; i >= 0 && len(lines)-len(folded)+1 > budget; i-- {
+		if lines[i].subject != nil {
+			folded = append(folded, lines[i].subject)
+		}
+	}
+	if len(folded) == 0 {
+		return lines
+	}
+	skip := map[*Subject]bool{}
+	rest := Subject{}
+	for _, s := range slices.Backward(folded) {
+		skip[s] = true
+		rest.Warnings += s.Warnings
+		rest.Groups = append(rest.Groups, s.Groups...)
+	}
+	var out []line
+	for _, l := range lines {
+		if l.subject == nil || !skip[l.subject] {
+			out = append(out, l)
+		}
+	}
+	return append(out, line{severity: admission.Warning, text: fmt.Sprintf("%d more JARs: %s (%s)", len(folded), count(rest.Warnings, "warning"), rulesOf(rest))})
 }

@@ -72,7 +72,7 @@ func FindingLines(log zerolog.Logger, d *admission.Decision) {
 		if l.severity == admission.Error {
 			ev = log.Error()
 		}
-		ev.Msg(l.text)
+		ev.Msg(strings.TrimPrefix(l.text, severityWord(l.severity)+" ")) // the level says it
 	}
 }
 
