@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -305,7 +307,8 @@ func TestManyFindingsFitAScreen(t *testing.T) {
 					named++
 				}
 			}
-			if _, err := fmt.Sscanf(text[strings.LastIndex(strings.TrimSuffix(text, "\n"), "\n")+1:], "%d more JARs: ", &more); err == nil {
+			if m := regexp.MustCompile(`(?m)^(\d+) more JARs: `).FindStringSubmatch(text); m != nil {
+				more, _ = strconv.Atoi(m[1])
 				assert.Contains(t, text, fmt.Sprintf("%d more JARs: %d warnings (%d linkage-class)", more, 41*more, 41*more))
 			}
 			assert.Equal(t, jars, named+more, "every JAR named or counted")
