@@ -63,7 +63,8 @@ func TestReportFitsAScreenOnRealConnectors(t *testing.T) {
 			}, nil)
 			require.NoError(t, err)
 			defer facts.Deep.Close()
-			r := report.New(facts, admission.Decide(facts))
+			d := admission.Decide(facts)
+			r := report.New(facts, d)
 			require.GreaterOrEqual(t, len(r.Findings), c.least)
 
 			var text, js bytes.Buffer
@@ -78,6 +79,18 @@ func TestReportFitsAScreenOnRealConnectors(t *testing.T) {
 			assert.Equal(t, countsOf(back.Findings), countedIn(t, lines), "every finding of --json counted under its JAR and rule:\n%s", text.String())
 			assert.Equal(t, c.usual, strings.Contains(text.String(), "the usual state of this JAR"), text.String())
 			t.Logf("%d findings in %d lines:\n%s", len(r.Findings), len(lines), text.String())
+
+			// The entrypoint's text log at a refused start: the same groups,
+			// within a screen beside the summary line.
+			var logged bytes.Buffer
+			report.FindingLines(report.Logger(&logged, false, "info"), d)
+			logLines := strings.Split(strings.TrimSuffix(logged.String(), "\n"), "\n")
+			assert.LessOrEqual(t, len(logLines), report.ScreenLines-2, logged.String())
+			for _, f := range r.Findings {
+				if f.Path != "" {
+					assert.Contains(t, logged.String(), f.Path, "the log names every JAR with a finding")
+				}
+			}
 		})
 	}
 }
