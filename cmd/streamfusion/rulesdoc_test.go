@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,4 +47,62 @@ func TestRulesDocIsCurrent(t *testing.T) {
 		}
 	}
 	assert.Equal(t, printed, rows, "the binary's catalogue, row for row")
+}
+
+// Every relative link of README and docs/ names a file that exists, and
+// every #anchor a heading of it: the reference moved out of README must
+// stay reachable from it.
+func TestDocLinksResolve(t *testing.T) {
+	pages, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	pages = append(pages, "../../README.md")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	n := 0
+	for _, page := range pages {
+		text, err := os.ReadFile(page)
+		require.NoError(t, err)
+		for _, m := range link.FindAllStringSubmatch(string(text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := page
+			if file != "" {
+				path = filepath.Join(filepath.Dir(page), file)
+			}
+			body, err := os.ReadFile(path)
+			if !assert.NoError(t, err, "%s links to %s", page, target) {
+				continue
+			}
+			n++
+			if anchor != "" {
+				assert.Contains(t, anchors(string(body)), anchor, "%s links to %s: no such heading", page, target)
+			}
+		}
+	}
+	assert.Greater(t, n, 20)
+}
+
+// anchors are the GitHub anchors of a Markdown page's headings.
+func anchors(md string) []string {
+	var out []string
+	for _, l := range strings.Split(md, "\n") {
+		h, ok := strings.CutPrefix(l, "#")
+		if !ok {
+			continue
+		}
+		h = strings.TrimSpace(strings.TrimLeft(h, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(h) {
+			switch {
+			case r == ' ' || r == '-':
+				b.WriteRune('-')
+			case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }

@@ -183,17 +183,6 @@ func TestLoggerFormats(t *testing.T) {
 	assert.Equal(t, "streamfusion", ev["logger"])
 }
 
-// The catalogue in the README is the one `streamfusion rules --markdown`
-// prints: regenerate it with `bin/entrypoint streamfusion rules --markdown`.
-func TestReadmeCatalogueIsCurrent(t *testing.T) {
-	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	var out bytes.Buffer
-	require.NoError(t, Rules(&out, true, admission.Catalogue()))
-	assert.Contains(t, string(readme), out.String(), "README rule catalogue is stale: regenerate it with `bin/entrypoint streamfusion rules --markdown`")
-}
-
 func TestInspectAll(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
