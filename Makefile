@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker bench-linkage-compare dist-packages
+.PHONY: rules-doc bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker bench-linkage-compare dist-packages
 
 build: bin/entrypoint bin/streamfusion
 
@@ -45,6 +45,13 @@ flink-dist:
 test-real: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
 	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v ./internal/realflink/
+
+# --- rules doc (issue 30)
+# docs/rules.md from the rule lists in the code (TestRulesDocIsCurrent,
+# in make test, fails when the checked-in file differs).
+rules-doc:
+	STREAMFUSION_UPDATE_RULES_DOC=1 go test -count=1 -run '^TestRulesDocIsCurrent$$' ./cmd/streamfusion/
+# --- end rules doc
 
 # --- config tables (issue 21)
 # Each supported release's table of configuration options (every public
