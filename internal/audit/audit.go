@@ -410,7 +410,9 @@ func (a *Auditor) libImage(ctx context.Context, ct *deploy.Container) *libImage 
 			li.err = fmt.Errorf("the image's lib is not known: %s", vd.Problem)
 			return
 		}
-		img, err := a.Judge.Cache.Image(cctx, ct.Image, ct.Platform, cr)
+		// The image's layers are read later, by the verification: its
+		// context is the audit's, not this deadline's.
+		img, err := a.Judge.Cache.Image(ctx, ct.Image, ct.Platform, cr)
 		if err != nil {
 			li.err = err
 			return
