@@ -115,7 +115,7 @@ k8s-tools:
 	scripts/build-kube-apiserver $(KUBE_VERSION) >/dev/null
 	scripts/fetch-flink-jars internal/webhook/testdata/operator-api.txt $(OPERATOR_API) >/dev/null
 test-k8s: k8s-tools
-	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer' ./internal/webhook/
+	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer|TestRealAudit' ./internal/webhook/
 # Latency through the real API server (docs/webhook.md).
 bench-k8s: k8s-tools
 	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAPIServer -benchtime 1x -timeout 20m ./internal/webhook/
@@ -209,6 +209,8 @@ FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead int
 # the real Flink 2.2.0 lib, through the webhook (the JARs by coordinates,
 # as test-real fetches them); the cold and warm review's benchmark.
 FUZZ_TARGETS += internal/jobjar:FuzzParseHeaders internal/jobjar:FuzzParseURI
+# streamfusion audit: a runtime's imageID, an --image-map-file.
+FUZZ_TARGETS += internal/audit:FuzzParseImageID internal/audit:FuzzParseImageMapFile
 .PHONY: test-session-jar bench-session-jar bench-start-parts bench-tools
 test-session-jar: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
