@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker bench-linkage-compare dist-packages
+.PHONY: bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s bench-audit test-linkage bench-linkage-checker bench-linkage-compare dist-packages
 
 build: bin/entrypoint bin/streamfusion
 
@@ -119,6 +119,9 @@ test-k8s: k8s-tools
 # Latency through the real API server (docs/webhook.md).
 bench-k8s: k8s-tools
 	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAPIServer -benchtime 1x -timeout 20m ./internal/webhook/
+# streamfusion audit of 200 FlinkDeployments over 20 images (docs/audit.md).
+bench-audit: k8s-tools
+	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAudit -benchtime 1x -timeout 30m -v ./internal/webhook/
 # --- end real Kubernetes API server
 
 # Hand-off time against the JVM-side check, the minimal reader and a bare

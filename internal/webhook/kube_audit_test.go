@@ -4,6 +4,7 @@ package webhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -12,12 +13,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8syaml "sigs.k8s.io/yaml"
 )
 
@@ -114,7 +119,7 @@ func decodeAudit(t testing.TB, out string) auditReport {
 // auditRBAC applies the chart's audit ServiceAccount, ClusterRole and
 // binding (release sf in namespace streamfusion) and returns a kubeconfig
 // with that account's token.
-func (k *kube) auditRBAC(t *testing.T) string {
+func (k *kube) auditRBAC(t testing.TB) string {
 	t.Helper()
 	helm := tool(t, "STREAMFUSION_HELM", "helm")
 	cmd := osexec.Command(helm, "template", "sf", "../../deploy/helm/streamfusion-webhook", "--namespace", "streamfusion", "--set", "audit.enabled=true")
@@ -310,4 +315,89 @@ func TestRealAudit(t *testing.T) {
 		assert.Contains(t, out, "forbidden")
 		assert.Contains(t, out, "NOT READ: list pods in all namespaces:")
 	})
+}
+
+// BenchmarkRealAudit measures `streamfusion audit` of 200 FlinkDeployments
+// over 20 distinct images (10 each, in 4 namespaces), each with a
+// JobManager and a TaskManager Pod whose status names the digest it runs
+// (400 Pods), on the real API server, with the chart's read-only account.
+// The 20 images differ in their config (a label): with the layer-facts
+// cache they share every layer; with STREAMFUSION_NO_CACHE=1 each is read
+// whole. Each run is a new process (no verdict kept); the cache directory
+// is emptied before the cold runs. Run with -benchtime 1x (make
+// bench-audit): the runs below are the benchmark's own.
+func BenchmarkRealAudit(b *testing.B) {
+	k := startKube(b)
+	k.installOperatorCRDs(b)
+	imgs := shared(b)
+	host := registryWith(b, nil, map[string]v1Image{"good": imgs.good})
+	const images, perImage = 20, 10
+	namespaces := []string{"a", "b", "c", "d"}
+	for _, ns := range append(namespaces, "streamfusion") {
+		k.namespace(b, ns)
+	}
+	ctx := context.Background()
+	var refs []string
+	for i := range images {
+		img, err := mutate.Config(imgs.good, withLabel(imgs, i))
+		require.NoError(b, err)
+		d, err := img.Digest()
+		require.NoError(b, err)
+		ref, err := name.ParseReference(fmt.Sprintf("%s/flink:audit-%d", host, i))
+		require.NoError(b, err)
+		require.NoError(b, remote.Write(ref, img))
+		refs = append(refs, ref.String()+"|docker-pullable://"+host+"/flink@"+d.String())
+	}
+	pods := k.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+	begin := time.Now()
+	for n := range images * perImage {
+		img, imageID, _ := strings.Cut(refs[n%images], "|")
+		ns, fdName := namespaces[n%len(namespaces)], fmt.Sprintf("fd-%03d", n)
+		_, err := k.dyn.Resource(FlinkDeployments).Namespace(ns).Create(ctx, fdObject(b, fdYAML(ns, fdName, img, "v2_2", "")), metav1.CreateOptions{})
+		require.NoError(b, err)
+		for _, c := range []string{"jobmanager", "taskmanager"} {
+			pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+				"metadata": map[string]any{"name": fdName + "-" + c, "namespace": ns,
+					"labels": map[string]any{"app": fdName, "component": c, "type": "flink-native-kubernetes"}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "flink-main-container", "image": img,
+					"command": []any{"/docker-entrypoint.sh"}, "args": []any{"bash", "-c", "kubernetes-" + c + ".sh"}}}}}}
+			created, err := pods.Namespace(ns).Create(ctx, pod, metav1.CreateOptions{})
+			require.NoError(b, err)
+			require.NoError(b, unstructured.SetNestedSlice(created.Object, []any{map[string]any{"name": "flink-main-container", "image": img,
+				"imageID": imageID, "ready": true, "restartCount": int64(0), "started": true,
+				"state": map[string]any{"running": map[string]any{"startedAt": "2026-12-01T00:00:00Z"}}}}, "status", "containerStatuses"))
+			_, err = pods.Namespace(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			require.NoError(b, err)
+		}
+	}
+	b.Logf("created %d FlinkDeployments and %d Pods in %s", images*perImage, 2*images*perImage, time.Since(begin).Round(time.Millisecond))
+	kubeconfig := k.auditRBAC(b)
+	dir := b.TempDir()
+	bin := buildStreamfusion(b, dir)
+	cache := filepath.Join(dir, "cache")
+
+	run := func(label string, env []string, args ...string) {
+		cmd := osexec.Command(bin, append([]string{"audit", "--kubeconfig", kubeconfig, "--json"}, args...)...)
+		cmd.Env = append(append(os.Environ(), "XDG_CACHE_HOME="+cache), env...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		start := time.Now()
+		err := cmd.Run()
+		took := time.Since(start)
+		require.NoError(b, err, "%s\n%s", stdout.String(), stderr.String())
+		r := decodeAudit(b, stdout.String())
+		require.Equal(b, images*perImage, r.Summary.Resources)
+		require.Zero(b, r.Summary.RefusedToday)
+		require.Equal(b, int64(images), r.Summary.ImagesVerified, "each image verified once")
+		b.Logf("%s: %d resources over %d images in %s (%d images verified)", label, r.Summary.Resources, images, took.Round(time.Millisecond), r.Summary.ImagesVerified)
+		b.ReportMetric(took.Seconds(), strings.NewReplacer(" ", "-", ",", "", "=", "").Replace(label)+"-s")
+	}
+	require.NoError(b, os.RemoveAll(cache))
+	run("no layer cache, concurrency 4", []string{"STREAMFUSION_NO_CACHE=1"})
+	run("no layer cache, concurrency 1", []string{"STREAMFUSION_NO_CACHE=1"}, "--concurrency", "1")
+	run("layer cache empty, concurrency 4", nil)
+	run("layer cache warm, concurrency 4", nil)
+	for range b.N {
+		_ = b.N
+	}
 }

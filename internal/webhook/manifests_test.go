@@ -41,7 +41,7 @@ type manifests struct {
 	binding    *rbacv1.ClusterRoleBinding
 }
 
-func splitDocs(t *testing.T, data []byte) [][]byte {
+func splitDocs(t testing.TB, data []byte) [][]byte {
 	t.Helper()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out [][]byte
