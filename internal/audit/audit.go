@@ -61,11 +61,11 @@ type Row struct {
 }
 
 // ID names the row: Kind namespace/name.
-func (r Row) ID() string {
-	if r.Kind == "Pods" {
-		return fmt.Sprintf("Pods of %s/%s (%d)", r.Namespace, r.Name, r.Pods)
+func (row Row) ID() string {
+	if row.Kind == "Pods" {
+		return fmt.Sprintf("Pods of %s/%s (%d)", row.Namespace, row.Name, row.Pods)
 	}
-	return r.Kind + " " + r.Namespace + "/" + r.Name
+	return row.Kind + " " + row.Namespace + "/" + row.Name
 }
 
 // ImageRow is one container's images.
@@ -149,7 +149,7 @@ func (a *Auditor) row(ctx context.Context, it *Item) Row {
 		r.Images = imageRows(subject)
 	}
 	todayOut := a.judgeAll(ctx, it, today)
-	r.Today = state(today, todayOut)
+	r.Today = state(todayOut)
 	if subject != nil {
 		a.tagMoved(&r, subject, today, todayOut)
 	}
@@ -172,7 +172,7 @@ func (a *Auditor) row(ctx context.Context, it *Item) Row {
 			}
 		}
 	}
-	r.After = state(after, a.judgeAll(ctx, it, after))
+	r.After = state(a.judgeAll(ctx, it, after))
 	r.Fixed, r.New = flips(r.Today.Findings, r.After.Findings)
 	return r
 }
@@ -283,10 +283,10 @@ func (a *Auditor) judgeAll(ctx context.Context, it *Item, vs []variant) []webhoo
 
 // state folds the variants' outcomes: refused when one is, unverified
 // when one could not be judged, else admitted.
-func state(vs []variant, outs []webhook.Outcome) State {
+func state(outs []webhook.Outcome) State {
 	s := State{Verdict: Admitted, Findings: []webhook.Finding{}}
 	seen := map[string]bool{}
-	for i, o := range outs {
+	for _, o := range outs {
 		switch {
 		case o.Refused:
 			if s.Verdict != Refused {
@@ -308,9 +308,7 @@ func state(vs []variant, outs []webhook.Outcome) State {
 		for _, w := range o.Warnings {
 			s.Warnings = appendNew(s.Warnings, w)
 		}
-		_ = i
 	}
-	_ = vs
 	// Refusals first: they decide; what could not be judged after.
 	var ref, unv []webhook.Finding
 	for _, f := range s.Findings {

@@ -111,7 +111,7 @@ func TestAudit(t *testing.T) {
 	judge := newJudge(t)
 	a := &Auditor{Judge: judge, Concurrency: 3}
 	var progress []int
-	a.Progress = func(done, total int) { progress = append(progress, done) }
+	a.Progress = func(done, _ int) { progress = append(progress, done) }
 	rows := a.Run(context.Background(), items)
 	assert.Len(t, progress, 7)
 
