@@ -210,7 +210,8 @@ func (o *auditOptions) run(c *cobra.Command) error {
 	a := &audit.Auditor{Judge: judge, WhatIf: w, Concurrency: o.Concurrency}
 	if tty {
 		a.Progress = func(done, total int) {
-			fmt.Fprintf(stderr, "\r\033[Kaudit: %d/%d resources judged, %d image(s) verified", done, total, judge.Cache.Stats.Verified.Load())
+			st := &judge.Cache.Stats
+			fmt.Fprintf(stderr, "\r\033[Kaudit: %d/%d resources judged, %d image(s) verified", done, total, st.Verified.Load()-st.Deep.Load())
 			if done == total {
 				fmt.Fprintln(stderr)
 			}
@@ -218,7 +219,9 @@ func (o *auditOptions) run(c *cobra.Command) error {
 	}
 	rows := a.Run(c.Context(), items)
 	rep := audit.NewReport(o.Namespaces, w, snap, unread, rows, time.Since(start))
-	rep.Summary.ImagesVerified = judge.Cache.Stats.Verified.Load()
+	st := &judge.Cache.Stats
+	rep.Summary.JobJARsChecked = st.Deep.Load()
+	rep.Summary.ImagesVerified = st.Verified.Load() - rep.Summary.JobJARsChecked
 	rep.Summary.VerdictHits = judge.Cache.Stats.Hits.Load()
 	if err := c.Context().Err(); err != nil {
 		rep.Unread = append(rep.Unread, audit.Unread{What: "the audit", Error: "interrupted: " + err.Error()})

@@ -462,9 +462,11 @@ type Summary struct {
 	RefusedAfter int `json:"refusedAfter"`
 	Unverified   int `json:"unverified"`
 	Flipped      int `json:"flipped"`
-	// ImagesVerified counts the verifications the audit ran (images read:
-	// once per digest), VerdictHits the answers from verdicts kept.
+	// ImagesVerified counts the images the audit verified (once per
+	// digest), JobJARsChecked the deep checks of session jobs' JARs on
+	// them, VerdictHits the answers from verdicts kept.
 	ImagesVerified int64         `json:"imagesVerified"`
+	JobJARsChecked int64         `json:"jobJarsChecked"`
 	VerdictHits    int64         `json:"verdictHits"`
 	Took           time.Duration `json:"tookNanoseconds"`
 }

@@ -174,8 +174,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(&b, "NOT READ: %s: %s\n", u.What, u.Error)
 	}
 	s := r.Summary
-	fmt.Fprintf(&b, "StreamFusion audit: %d resource(s); refused today %d, after %d; %d flipped; %d not verified; %d not read; %d image(s) verified, %d verdict(s) reused; %s\n",
-		s.Resources, s.RefusedToday, s.RefusedAfter, s.Flipped, s.Unverified, len(r.Unread), s.ImagesVerified, s.VerdictHits, s.Took.Round(time.Millisecond))
+	fmt.Fprintf(&b, "StreamFusion audit: %d resource(s); refused today %d, after %d; %d flipped; %d not verified; %d not read; %d image(s) verified, %d job JAR check(s), %d verdict(s) reused; %s\n",
+		s.Resources, s.RefusedToday, s.RefusedAfter, s.Flipped, s.Unverified, len(r.Unread), s.ImagesVerified, s.JobJARsChecked, s.VerdictHits, s.Took.Round(time.Millisecond))
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -35,7 +35,7 @@ type auditReport struct {
 	} `json:"unread"`
 	Summary struct {
 		Resources, RefusedToday, RefusedAfter, Flipped int
-		ImagesVerified                                 int64
+		ImagesVerified, JobJARsChecked                 int64
 	} `json:"summary"`
 }
 
@@ -247,9 +247,11 @@ func TestRealAudit(t *testing.T) {
 		}
 		assert.Contains(t, strings.Join(texts, "\n"), mismatchedFinding)
 
-		// Three images (good, plain, and good again under the moved tag's
-		// running digest: the same) verified once each.
+		// Two images (good, also under the moved tag's running digest;
+		// plain, also under the tag now) verified once each, and each
+		// session job's JAR checked once on good.
 		assert.Equal(t, int64(2), r.Summary.ImagesVerified)
+		assert.Equal(t, int64(2), r.Summary.JobJARsChecked)
 
 		var suites struct {
 			Tests    int `xml:"tests,attr"`
