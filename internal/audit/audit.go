@@ -133,7 +133,7 @@ func (a *Auditor) Run(ctx context.Context, items []*Item) []Row {
 }
 
 func (a *Auditor) row(ctx context.Context, it *Item) Row {
-	r := Row{Namespace: it.Res.Namespace, Kind: it.Res.Kind, Name: it.Name, Pods: it.Pods, Notes: append([]string{}, it.Notes...)}
+	r := Row{Namespace: it.Res.Namespace, Kind: it.Res.Kind, Name: it.Name, Pods: it.Pods, Images: []ImageRow{}, Notes: append([]string{}, it.Notes...)}
 	if it.Res.Kind == "Pod" && it.Name != it.Res.Name {
 		r.Kind = "Pods"
 	}

@@ -70,7 +70,7 @@ func Read(ctx context.Context, client dynamic.Interface, namespaces []string) Sn
 			case apierrors.IsNotFound(err) && gvr != Pods:
 				// A list in a namespace that does not exist is empty: a 404
 				// is the resource itself.
-				s.Notes = append(s.Notes, fmt.Sprintf("the API serves no %s (the Flink Kubernetes Operator's CRDs are not installed): none audited", gvr.GroupResource()))
+				s.Notes = appendNew(s.Notes, fmt.Sprintf("the API serves no %s (the Flink Kubernetes Operator's CRDs are not installed): none audited", gvr.GroupResource()))
 			case err != nil:
 				s.Unread = append(s.Unread, Unread{What: fmt.Sprintf("list %s in %s", gvr.GroupResource(), where), Error: err.Error()})
 			}
