@@ -28,7 +28,8 @@ type Auditor struct {
 	// Concurrency bounds the rows judged at once, and so the registry
 	// reads under way (default 4).
 	Concurrency int
-	// Progress is called after each row (done of total); nil: none.
+	// Progress is called after each row (done of total), one call at a
+	// time; nil: none.
 	Progress func(done, total int)
 
 	libImages sync.Map // ref|platform -> *libImage
@@ -112,14 +113,16 @@ func (a *Auditor) Run(ctx context.Context, items []*Item) []Row {
 	rows := make([]Row, len(items))
 	work := make(chan int)
 	var done atomic.Int64
+	var progress sync.Mutex
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
 			for i := range work {
 				rows[i] = a.row(ctx, items[i])
-				d := done.Add(1)
 				if a.Progress != nil {
-					a.Progress(int(d), len(items))
+					progress.Lock()
+					a.Progress(int(done.Add(1)), len(items))
+					progress.Unlock()
 				}
 			}
 		})
