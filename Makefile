@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: rules-doc bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker bench-linkage-compare dist-packages
+.PHONY: rules-doc bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker bench-linkage-compare dist-packages bench-audit
 
 build: bin/entrypoint bin/streamfusion
 
@@ -133,10 +133,13 @@ k8s-tools:
 	scripts/build-kube-apiserver $(KUBE_VERSION) >/dev/null
 	scripts/fetch-flink-jars internal/webhook/testdata/operator-api.txt $(OPERATOR_API) >/dev/null
 test-k8s: k8s-tools
-	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer' ./internal/webhook/
+	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer|TestRealAudit' ./internal/webhook/
 # Latency through the real API server (docs/webhook.md).
 bench-k8s: k8s-tools
 	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAPIServer -benchtime 1x -timeout 20m ./internal/webhook/
+# streamfusion audit of 200 FlinkDeployments over 20 images (docs/audit.md).
+bench-audit: k8s-tools
+	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAudit -benchtime 1x -timeout 30m -v ./internal/webhook/
 # --- end real Kubernetes API server
 
 # Hand-off time against the JVM-side check, the minimal reader and a bare
@@ -229,6 +232,8 @@ FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead int
 FUZZ_TARGETS += internal/jobjar:FuzzParseHeaders internal/jobjar:FuzzParseURI
 # GLIBC_TUNABLES from the image's or the pod's environment (issue 29).
 FUZZ_TARGETS += internal/admission:FuzzStaticTLS
+# streamfusion audit: a runtime's imageID, an --image-map-file.
+FUZZ_TARGETS += internal/audit:FuzzParseImageID internal/audit:FuzzParseImageMapFile
 .PHONY: test-session-jar bench-session-jar bench-start-parts bench-tools
 test-session-jar: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)

@@ -105,7 +105,8 @@ type Cache struct {
 	group singleflight.Group
 	Stats Stats
 
-	pullers sync.Map // Credentials.Key -> *remote.Puller
+	pullers   sync.Map // Credentials.Key -> *remote.Puller
+	synthetic sync.Map // reference -> v1.Image (Register)
 
 	deepSlots chan struct{} // MaxDeep tokens
 
@@ -225,6 +226,9 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 			return nil, fmt.Errorf("platform %q: %w", platform, err)
 		}
 		want = *p
+	}
+	if img, ok := c.synthetic.Load(ref); ok {
+		return c.syntheticVerdict(ctx, ref, img.(v1.Image), want, jar) // released when the call returns
 	}
 	if c.opts.Local {
 		if _, err := os.Stat(ref); err == nil {

@@ -18,6 +18,7 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -40,7 +41,7 @@ type manifests struct {
 	binding    *rbacv1.ClusterRoleBinding
 }
 
-func splitDocs(t *testing.T, data []byte) [][]byte {
+func splitDocs(t testing.TB, data []byte) [][]byte {
 	t.Helper()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var out [][]byte
@@ -289,4 +290,95 @@ func TestHelmChart(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHelmChartAudit renders the chart's optional audit CronJob: off by
+// default; on, a read-only ServiceAccount of its own runs
+// `streamfusion audit --json` once per schedule, the what-if and the
+// records claim as the values say. The k8sreal suite applies it to a
+// real API server (server-side dry run) and runs the audit with its
+// ClusterRole.
+func TestHelmChartAudit(t *testing.T) {
+	helm, err := osexec.LookPath("helm")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("helm is not on PATH (.ci/run installs it)")
+		}
+		t.Skip("helm is not on PATH")
+	}
+	chart := "../../deploy/helm/streamfusion-webhook"
+	render := func(args ...string) (audit map[string][]byte, rest []byte) {
+		cmd := osexec.Command(helm, append([]string{"template", "sf", chart, "--namespace", "streamfusion"}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, stderr.String())
+		audit = map[string][]byte{}
+		for _, doc := range splitDocs(t, out) {
+			var h struct {
+				Kind     string
+				Metadata metav1.ObjectMeta
+			}
+			require.NoError(t, k8syaml.Unmarshal(doc, &h))
+			if h.Metadata.Labels["app.kubernetes.io/component"] == "audit" {
+				require.NotContains(t, audit, h.Kind)
+				audit[h.Kind] = doc
+				continue
+			}
+			rest = append(append(rest, doc...), "\n---\n"...)
+		}
+		return audit, rest
+	}
+	off, _ := render()
+	assert.Empty(t, off, "no audit unless audit.enabled")
+
+	on, rest := render("--set", "audit.enabled=true", "--set", "audit.namespaces={flink,team}",
+		"--set", "audit.imageMap={registry.example/flink=registry.example/flink:2.2.1-sf-0.2.0}", "--set", "audit.recordsClaimName=audit-records",
+		"--set", "webhook.pullSecrets={regcred}")
+	readManifests(t, rest).check(t) // the webhook's objects are as before
+	var cj batchv1.CronJob
+	require.NoError(t, k8syaml.UnmarshalStrict(on["CronJob"], &cj))
+	var sa corev1.ServiceAccount
+	require.NoError(t, k8syaml.UnmarshalStrict(on["ServiceAccount"], &sa))
+	var role rbacv1.ClusterRole
+	require.NoError(t, k8syaml.UnmarshalStrict(on["ClusterRole"], &role))
+	var binding rbacv1.ClusterRoleBinding
+	require.NoError(t, k8syaml.UnmarshalStrict(on["ClusterRoleBinding"], &binding))
+
+	assert.Equal(t, []rbacv1.PolicyRule{
+		{APIGroups: []string{"flink.apache.org"}, Resources: []string{"flinkdeployments", "flinksessionjobs"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list"}},
+	}, role.Rules, "read-only")
+	assert.Equal(t, rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name}, binding.RoleRef)
+	assert.Equal(t, []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: "streamfusion"}}, binding.Subjects)
+
+	assert.Equal(t, batchv1.ForbidConcurrent, cj.Spec.ConcurrencyPolicy)
+	job := cj.Spec.JobTemplate.Spec
+	require.NotNil(t, job.BackoffLimit)
+	assert.Equal(t, int32(0), *job.BackoffLimit, "a refused audit is one failed Job")
+	pod := job.Template.Spec
+	assert.Equal(t, sa.Name, pod.ServiceAccountName)
+	assert.Equal(t, corev1.RestartPolicyNever, pod.RestartPolicy)
+	require.Len(t, pod.Containers, 1)
+	c := pod.Containers[0]
+	assert.Equal(t, []string{"/streamfusion"}, c.Command)
+	assert.Equal(t, []string{"audit", "--json"}, c.Args[:2])
+	for _, want := range []string{"--namespace=flink", "--namespace=team", "--image-map=registry.example/flink=registry.example/flink:2.2.1-sf-0.2.0",
+		"--json-file=/records/audit.json", "--pull-secrets=/etc/streamfusion/pull-secrets"} {
+		assert.Contains(t, c.Args, want)
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	assert.Equal(t, "/records", mounts["records"])
+	assert.Equal(t, "/tmp", mounts["tmp"])
+	for _, v := range pod.Volumes {
+		if v.Name == "records" {
+			require.NotNil(t, v.PersistentVolumeClaim)
+			assert.Equal(t, "audit-records", v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	require.NotNil(t, c.SecurityContext)
+	assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
 }

@@ -246,16 +246,7 @@ func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest, 
 	if res.Kind == "FlinkSessionJob" {
 		return c.sessionJob(ctx, res, limit)
 	}
-	v := c.judge(ctx, res, limit)
-	switch {
-	case len(v.refusals) > 0:
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": "+strings.Join(v.refusals, "\n"), v.warnings)
-	case len(v.failures) > 0:
-		r := c.failure(res.ID() + ": " + strings.Join(v.failures, "; "))
-		r.Warnings = append(r.Warnings, v.warnings...)
-		return r
-	}
-	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: v.warnings}
+	return c.objectOutcome(ctx, res, limit).Response
 }
 
 // judgement is what the images of one object say: refusals (the rules or
@@ -265,6 +256,10 @@ type judgement struct {
 	refusals, failures, warnings []string
 	// admitted are the containers whose images were admitted.
 	admitted []deploy.Container
+	// findings are the refusals and failures, one reason each; images
+	// each container's verdict.
+	findings []Finding
+	images   []ImageVerdict
 }
 
 // judge verifies each distinct image of res and checks the set.
@@ -294,13 +289,26 @@ func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Dur
 		r := byImage[ct.Image+"|"+ct.Platform+"|"+strings.Join(ct.PullSecrets, ",")]
 		v, err := r.v, r.err
 		who := fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image)
+		iv := ImageVerdict{Container: ct}
+		if v != nil {
+			iv.Digest, iv.Admitted = v.Digest, v.Admitted
+		}
+		if err != nil {
+			iv.Error = err.Error()
+		}
+		j.images = append(j.images, iv)
 		switch {
 		case errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() != nil:
-			j.failures = append(j.failures, fmt.Sprintf("%s: not verified within %s (the verification goes on; a retry is answered from its result)", who, limit))
+			msg := fmt.Sprintf("not verified within %s (the verification goes on; a retry is answered from its result)", limit)
+			j.failures = append(j.failures, who+": "+msg)
+			j.findings = append(j.findings, Finding{Rule: RuleUnverified, Subject: who, Text: msg, Unverified: true})
 		case err != nil:
 			j.failures = append(j.failures, fmt.Sprintf("%s: %v", who, err))
+			j.findings = append(j.findings, Finding{Rule: RuleUnverified, Subject: who, Text: err.Error(), Unverified: true,
+				Fix: "make the image readable with the credentials given (the pod's imagePullSecrets, DOCKER_CONFIG)"})
 		case !v.Admitted:
 			j.refusals = append(j.refusals, who+": "+v.Message(string(ct.Role)))
+			j.findings = append(j.findings, imageFindings(who, v.Problem, v.Decision)...)
 		default:
 			members = append(members, deploy.Member{Resource: res, Container: ct, Facts: v.Facts})
 			j.admitted = append(j.admitted, ct)
@@ -314,6 +322,7 @@ func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Dur
 	for _, f := range deploy.CheckSet([]*deploy.Resource{res}, members) {
 		if f.Severity == admission.Error {
 			j.refusals = append(j.refusals, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
+			j.findings = append(j.findings, Finding{Rule: f.Rule, Subject: "cluster " + f.Cluster, Text: f.Message, Fix: f.Fix})
 		} else {
 			j.warnings = append(j.warnings, f.Text())
 		}
@@ -332,13 +341,11 @@ func (c *Config) sessionJob(ctx context.Context, res *deploy.Resource, limit tim
 			"%s runs on FlinkDeployment %s: not looked up (the webhook has no API access); its images are checked when that FlinkDeployment is applied", res.ID(), cluster)}}
 	}
 	if res.Target == "" {
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": spec.deploymentName: found none, required the FlinkDeployment the job runs on; fix: name it", nil)
+		return c.sessionOutcome(ctx, res, nil, limit).Response
 	}
 	raw, err := c.Clusters.Get(ctx, res.Namespace, res.Target)
 	if errors.Is(err, ErrNoCluster) {
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
-			"%s: spec.deploymentName: found %q, required an existing FlinkDeployment: FlinkDeployment %s does not exist, so the operator cannot run the job either; fix: apply the FlinkDeployment first, or name one that exists",
-			res.ID(), res.Target, cluster), nil)
+		return c.sessionOutcome(ctx, res, nil, limit).Response
 	}
 	if err != nil {
 		return c.failure(fmt.Sprintf("%s: its FlinkDeployment %s could not be read: %v", res.ID(), cluster, err))
@@ -350,15 +357,37 @@ func (c *Config) sessionJob(ctx context.Context, res *deploy.Resource, limit tim
 	if fd.Namespace == "" {
 		fd.Namespace = res.Namespace
 	}
+	return c.sessionOutcome(ctx, res, fd, limit).Response
+}
+
+// sessionOutcome judges a session job on its cluster (fd; nil when it
+// does not exist): the cluster's images, then the job's JAR on them.
+func (c *Config) sessionOutcome(ctx context.Context, res, fd *deploy.Resource, limit time.Duration) Outcome {
+	cluster := res.Namespace + "/" + res.Target
+	refuse := func(rule, text, fix string) Outcome {
+		return Outcome{Refused: true, Findings: []Finding{{Rule: rule, Subject: res.ID(), Text: text, Fix: fix}},
+			Response: deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": "+text+"; fix: "+fix, nil)}
+	}
+	if res.Target == "" {
+		return refuse(RuleSessionTarget, "spec.deploymentName: found none, required the FlinkDeployment the job runs on", "name it")
+	}
+	if fd == nil {
+		return refuse(RuleSessionTarget, fmt.Sprintf(
+			"spec.deploymentName: found %q, required an existing FlinkDeployment: FlinkDeployment %s does not exist, so the operator cannot run the job either",
+			res.Target, cluster), "apply the FlinkDeployment first, or name one that exists")
+	}
 	v := c.judge(ctx, fd, limit)
+	o := Outcome{Findings: v.findings, Images: v.images, Warnings: v.warnings}
 	on := fmt.Sprintf("%s runs on %s, which StreamFusion refuses", res.ID(), fd.ID())
 	switch {
 	case len(v.refusals) > 0:
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, on+": "+strings.Join(v.refusals, "\n"), v.warnings)
+		o.Refused = true
+		o.Response = deny(http.StatusForbidden, metav1.StatusReasonForbidden, on+": "+strings.Join(v.refusals, "\n"), v.warnings)
+		return o
 	case len(v.failures) > 0:
-		r := c.failure(fmt.Sprintf("%s runs on %s: %s", res.ID(), fd.ID(), strings.Join(v.failures, "; ")))
-		r.Warnings = append(r.Warnings, v.warnings...)
-		return r
+		o.Response = c.failure(fmt.Sprintf("%s runs on %s: %s", res.ID(), fd.ID(), strings.Join(v.failures, "; ")))
+		o.Response.Warnings = append(o.Response.Warnings, v.warnings...)
+		return o
 	}
 	return c.jobJAR(ctx, res, fd, v, limit)
 }
