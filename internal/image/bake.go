@@ -126,7 +126,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	}
 	sel := newSelection(c)
 	if opt.Read.deepWanted(c) {
-		if opt.Read.keep, err = newKeeper(opt.Read.TempDir); err != nil {
+		if opt.Read.keep, err = newKeeper(opt.Read.TempDir, opt.Read.Budget); err != nil {
 			return nil, nil, err
 		}
 		defer opt.Read.keep.remove()
@@ -196,7 +196,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	v := merge(all)
 	if opt.Read.keep == nil && opt.Read.deepWanted(bc) {
 		// The base's settings did not ask for the deep check, the baked image's do.
-		if opt.Read.keep, err = newKeeper(opt.Read.TempDir); err != nil {
+		if opt.Read.keep, err = newKeeper(opt.Read.TempDir, opt.Read.Budget); err != nil {
 			return nil, nil, err
 		}
 		defer opt.Read.keep.remove()
