@@ -151,6 +151,9 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 	if o.RegistryMax <= 0 || o.ReviewReads <= 0 {
 		return usagef("--registry-requests %d, --review-reads %d: want 1 or more", o.RegistryMax, o.ReviewReads)
 	}
+	if kept, err := parseQuantity("--kept-images-size", o.KeptSize); err == nil && o.KeptImages > 0 && kept >= budget {
+		return usagef("--kept-images-size %s is not below --spool-budget %s: the kept images' copies are part of the budget and would leave reviews no room; fix: raise --spool-budget or lower --kept-images-size", o.KeptSize, o.SpoolBudget)
+	}
 	spooled := spool.New(budget, "--spool-budget")
 	metrics := webhook.NewMetrics()
 	base := remote.DefaultTransport.(*http.Transport).Clone()
@@ -225,10 +228,11 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 	return nil
 }
 
-// Defaults of the webhook's bounds. The spool budget stays well below the
-// chart's emptyDir (its sizeLimit is the budget and a half).
+// Defaults of the webhook's bounds: the spool budget (1536Mi) stays well
+// below the chart's emptyDir, whose sizeLimit is the budget and half as
+// much again (2304Mi), and above the default --kept-images-size (1Gi).
 const (
-	DefaultSpoolBudget      = "1Gi"
+	DefaultSpoolBudget      = "1536Mi"
 	DefaultRegistryRequests = 32
 )
 

@@ -66,6 +66,7 @@ func TestWebhookCommand(t *testing.T) {
 		{"negative kept images", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--kept-images=-1"}, "--kept-images -1"},
 		{"kept images size not a quantity", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--kept-images-size=lots"}, `--kept-images-size "lots"`},
 		{"spool budget not a quantity", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--spool-budget=lots"}, `--spool-budget "lots"`},
+		{"kept images as large as the budget", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--spool-budget=1Gi", "--kept-images-size=1Gi"}, "--kept-images-size 1Gi is not below --spool-budget 1Gi"},
 		{"no registry requests", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--registry-requests=0"}, "--registry-requests 0"},
 		{"no API access", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--kubeconfig", filepath.Join(t.TempDir(), "none")}, "no Kubernetes API access"},
 	} {
@@ -89,7 +90,7 @@ func TestWebhookCommand(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"webhook", "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--timeout", "3s", "--clusters=none",
-			"--metrics-listen", metricsAddr, "--spool-budget=768Mi", "--registry-requests=12"}, nil, io.Discard, &stderr)
+			"--metrics-listen", metricsAddr, "--spool-budget=1200Mi", "--registry-requests=12"}, nil, io.Discard, &stderr)
 	}()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	var body string
@@ -143,7 +144,7 @@ func TestWebhookCommand(t *testing.T) {
 		}
 		return m.GetGauge().GetValue()
 	}
-	assert.Equal(t, float64(768<<20), gauge("streamfusion_webhook_spool_budget_bytes"))
+	assert.Equal(t, float64(1200<<20), gauge("streamfusion_webhook_spool_budget_bytes"))
 	assert.Equal(t, 12.0, gauge("streamfusion_webhook_registry_requests_max"))
 	assert.Equal(t, 1.0, gauge("streamfusion_webhook_bad_requests_total"))
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
