@@ -135,8 +135,17 @@ func New(o Options) *Cache {
 	if o.MaxDeep <= 0 {
 		o.MaxDeep = 2
 	}
+	// Registry retries within a review's deadline: the library's own
+	// (1 s, then 3 s) outlast it, so a 500 or a dropped connection would
+	// be answered as a timeout instead of by what the registry said. The
+	// caller's options come after and may set their own.
+	o.Remote = append([]remote.Option{remote.WithRetryBackoff(RetryBackoff)}, o.Remote...)
 	return &Cache{opts: o, entries: map[string]*Verdict{}, deepSlots: make(chan struct{}, o.MaxDeep), flights: map[string]*flight{}}
 }
+
+// RetryBackoff is the registry retries of a Cache: three tries, 100 ms
+// and then 200 ms apart, well within a review's deadline.
+var RetryBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 3}
 
 // ErrResolve wraps a failure to reach or read the image: not a verdict.
 var ErrResolve = errors.New("cannot read the image")
@@ -251,8 +260,13 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 	if d, ok := r.(name.Digest); ok {
 		top = d.DigestStr()
 	} else {
-		desc, err := p.Head(ctx, r)
+		desc, err := head(ctx, p, r)
 		c.Stats.Resolved.Add(1)
+		var pe *PendingError
+		if errors.As(err, &pe) {
+			pe.Ref = ref
+			return nil, pe
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
 		}
@@ -308,6 +322,26 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 			pe.Doing = *d
 		}
 		return nil, pe
+	}
+}
+
+// head resolves r's tag, answering when ctx ends even while the
+// registry library sleeps between its retries.
+func head(ctx context.Context, p *remote.Puller, r name.Reference) (*v1.Descriptor, error) {
+	type result struct {
+		d   *v1.Descriptor
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		d, err := p.Head(ctx, r)
+		ch <- result{d, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.d, res.err
+	case <-ctx.Done():
+		return nil, &PendingError{Err: context.Cause(ctx), Doing: "resolving the tag " + r.String() + " (the registry has not answered)"}
 	}
 }
 
