@@ -208,7 +208,7 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	var mln net.Listener
 	if o.MetricsListen != "" {
 		if mln, err = net.Listen("tcp", o.MetricsListen); err != nil {
@@ -216,7 +216,7 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		}
 		msrv := webhook.MetricsServer(metrics)
 		go func() { _ = msrv.Serve(mln) }()
-		defer msrv.Close()
+		defer func() { _ = msrv.Close() }()
 		log.Info().Str("listen", mln.Addr().String()).Msg("metrics on GET /metrics")
 	}
 	log.Info().Str("listen", ln.Addr().String()).Dur("timeout", o.Timeout).Str("failurePolicy", o.FailurePolicy).

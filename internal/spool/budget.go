@@ -115,17 +115,24 @@ func (b *Budget) Reserve(ctx context.Context, n int64, what string) (release fun
 		b.waiting.Add(-1)
 		if err != nil {
 			b.refused.Add(1)
-			return nil, fmt.Errorf("%w: %s needs %s on disk while it is read; %s of the budget of %s (%s) were in use by other reviews until it gave up (%v); fix: retry, or raise %s (and the pod's temporary directory with it)",
+			return nil, fmt.Errorf("%w: %s needs %s on disk while it is read; %s of the budget of %s (%s) were in use by other reviews until it gave up (%w); fix: retry, or raise %s (and the pod's temporary directory with it)",
 				ErrBudget, what, Bytes(n), Bytes(b.used.Load()), Bytes(b.total), b.name, context.Cause(wctx), b.name)
 		}
 	}
-	u := b.used.Add(n)
-	for p := b.peak.Load(); u > p && !b.peak.CompareAndSwap(p, u); p = b.peak.Load() {
-	}
+	raise(&b.peak, b.used.Add(n))
 	return sync.OnceFunc(func() {
 		b.used.Add(-n)
 		b.sem.Release(n)
 	}), nil
+}
+
+// raise sets a to v when v is larger.
+func raise(a *atomic.Int64, v int64) {
+	for {
+		if m := a.Load(); v <= m || a.CompareAndSwap(m, v) {
+			return
+		}
+	}
 }
 
 // Bytes writes n as a binary quantity (1.9Gi, 512Mi).

@@ -31,16 +31,23 @@ type concurrency struct {
 
 func (c *concurrency) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := c.now.Add(1)
+		raiseTo(&c.most, c.now.Add(1))
 		defer c.now.Add(-1)
 		c.total.Add(1)
-		for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
-		}
 		if c.delay > 0 {
 			time.Sleep(c.delay)
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// raiseTo sets a to v when v is larger.
+func raiseTo(a *atomic.Int64, v int64) {
+	for {
+		if m := a.Load(); v <= m || a.CompareAndSwap(m, v) {
+			return
+		}
+	}
 }
 
 // inFlight counts the requests a transport has sent and not finished (the
@@ -51,9 +58,7 @@ type inFlight struct {
 }
 
 func (c *inFlight) RoundTrip(r *http.Request) (*http.Response, error) {
-	n := c.now.Add(1)
-	for m := c.most.Load(); n > m && !c.most.CompareAndSwap(m, n); m = c.most.Load() {
-	}
+	raiseTo(&c.most, c.now.Add(1))
 	resp, err := c.next.RoundTrip(r)
 	if err != nil {
 		c.now.Add(-1)

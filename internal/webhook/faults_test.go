@@ -106,7 +106,7 @@ func TestRegistryFaults(t *testing.T) {
 		fault  func(in *injector) fault
 		reason string // in the answer
 	}{
-		{"registry down (every connection closed)", func(in *injector) fault {
+		{"registry down (every connection closed)", func(_ *injector) fault {
 			return func(w http.ResponseWriter, _ *http.Request, _ http.Handler) bool {
 				conn, _, err := w.(http.Hijacker).Hijack()
 				if err == nil {
@@ -142,7 +142,7 @@ func TestRegistryFaults(t *testing.T) {
 				return true
 			}
 		}, "not verified within"},
-		{"500", func(in *injector) fault {
+		{"500", func(_ *injector) fault {
 			return func(w http.ResponseWriter, r *http.Request, _ http.Handler) bool {
 				if !strings.Contains(r.URL.Path, "/manifests/") {
 					return false
@@ -151,7 +151,7 @@ func TestRegistryFaults(t *testing.T) {
 				return true
 			}
 		}, "500"},
-		{"401", func(in *injector) fault {
+		{"401", func(_ *injector) fault {
 			return func(w http.ResponseWriter, _ *http.Request, _ http.Handler) bool {
 				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusUnauthorized)

@@ -150,8 +150,8 @@ func (m *Metrics) Watch(s Sources) {
 		})
 	}
 	if s.RegistryMax > 0 {
-		max := float64(s.RegistryMax)
-		gauge("registry_requests_max", "The bound on registry requests at once (--registry-requests).", func() float64 { return max })
+		limit := float64(s.RegistryMax)
+		gauge("registry_requests_max", "The bound on registry requests at once (--registry-requests).", func() float64 { return limit })
 	}
 	if s.ReviewReads > 0 {
 		reads := float64(s.ReviewReads)
@@ -235,14 +235,14 @@ func causeOf(err error) string {
 // LimitRequests' bound before its context ended.
 var ErrRegistryBusy = errors.New("no registry request slot free")
 
-// LimitRequests returns a transport that sends at most max requests at
+// LimitRequests returns a transport that sends at most limit requests at
 // once through next (a request holds its slot until its body is closed
 // or read to the end) and counts them, and their errors, in m (may be
-// nil). max <= 0: no bound.
-func LimitRequests(next http.RoundTripper, max int, m *Metrics) http.RoundTripper {
+// nil). limit <= 0: no bound.
+func LimitRequests(next http.RoundTripper, limit int, m *Metrics) http.RoundTripper {
 	l := &limited{next: next, m: m}
-	if max > 0 {
-		l.slots = make(chan struct{}, max)
+	if limit > 0 {
+		l.slots = make(chan struct{}, limit)
 	}
 	return l
 }
@@ -259,7 +259,7 @@ func (l *limited) RoundTrip(r *http.Request) (*http.Response, error) {
 		case l.slots <- struct{}{}:
 		case <-r.Context().Done():
 			l.fail("canceled")
-			return nil, fmt.Errorf("%w: all %d were in use until %v (the webhook's --registry-requests)", ErrRegistryBusy, cap(l.slots), context.Cause(r.Context()))
+			return nil, fmt.Errorf("%w: all %d were in use until %w (the webhook's --registry-requests)", ErrRegistryBusy, cap(l.slots), context.Cause(r.Context()))
 		}
 	}
 	if l.m != nil {
