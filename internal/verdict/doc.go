@@ -28,7 +28,8 @@
 // the last caller waiting (spool.WithWait), so a verification nobody
 // waits for holds no more of the budget than it had. Registry retries are
 // 100 ms and 200 ms apart (RetryBackoff), within a review's deadline;
-// errors are never kept, only verdicts.
+// registry and transport errors are never kept, only verdicts (an image
+// whose settings or layer entries the rules refuse is one).
 //
 // Credentials come from a keychain per call: the Docker config
 // (authn.DefaultKeychain, DOCKER_CONFIG) and pull-secret files (Secrets).
