@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 GOBUILD := CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)'
 
-.PHONY: rules-doc bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker bench-linkage-compare dist-packages bench-audit
+.PHONY: rules-doc bench-image-deep build dist flink-dist test test-real test-jvm image-test bench bench-image bench-linkage test-classfile-jvm lint demo fuzz clean test-install-crash config-tables k8s-tools test-k8s bench-k8s test-linkage bench-linkage-checker bench-linkage-compare dist-packages bench-audit bench-webhook
 
 build: bin/entrypoint bin/streamfusion
 
@@ -134,6 +134,13 @@ k8s-tools:
 	scripts/fetch-flink-jars internal/webhook/testdata/operator-api.txt $(OPERATOR_API) >/dev/null
 test-k8s: k8s-tools
 	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer|TestRealAudit' ./internal/webhook/
+	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer' ./internal/webhook/
+# The webhook under load (docs/performance.md, "The webhook under load"):
+# warm reviews over HTTP/2 at 1, 8, 32 and 128 in flight against the
+# webhook and a trivial HTTPS echo server, each in a process of its own;
+# reviews/s, p50/p99/max, peak RSS. Not in CI: a measurement.
+bench-webhook:
+	go test -count=1 -run '^$$' -bench '^BenchmarkLoad$$' -benchtime 1x -timeout 20m ./internal/webhook/
 # Latency through the real API server (docs/webhook.md).
 bench-k8s: k8s-tools
 	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAPIServer -benchtime 1x -timeout 20m ./internal/webhook/

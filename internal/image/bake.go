@@ -104,7 +104,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	}
 	sel := newSelection(c, cfg.Architecture)
 	if opt.Read.deepWanted(c) {
-		if opt.Read.keep, err = newKeeper(opt.Read.TempDir); err != nil {
+		if opt.Read.keep, err = newKeeper(opt.Read.TempDir, opt.Read.Budget); err != nil {
 			return nil, nil, err
 		}
 		defer opt.Read.keep.remove()
@@ -171,7 +171,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	v := merge(all)
 	if opt.Read.keep == nil && opt.Read.deepWanted(bc) {
 		// The base's settings did not ask for the deep check, the baked image's do.
-		if opt.Read.keep, err = newKeeper(opt.Read.TempDir); err != nil {
+		if opt.Read.keep, err = newKeeper(opt.Read.TempDir, opt.Read.Budget); err != nil {
 			return nil, nil, err
 		}
 		defer opt.Read.keep.remove()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
 
 // factsVersion is the format of layer facts; a cached record of another
@@ -231,6 +232,15 @@ type scanner struct {
 	implied map[string]bool // directories of the files the scan left out
 	keep    *keeper         // when set, keeps a copy of every JAR read, for the deep check
 	layer   int             // the index of the layer scanned, for keep
+	budget  *spool.Budget   // reserved for the spool file's bytes while it holds a JAR
+}
+
+// context is the scan's context (never cancelled without one).
+func (s *scanner) context() context.Context {
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
 }
 
 func (s *scanner) close() {
@@ -442,6 +452,11 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 		}
 		ra = bytes.NewReader(b)
 	} else {
+		release, err := s.budget.Reserve(s.context(), size, p)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		if s.spool == nil {
 			f, err := os.CreateTemp(s.tempDir, "streamfusion-jar-*")
 			if err != nil {
@@ -457,12 +472,15 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 		if _, err := s.spool.Seek(0, io.SeekStart); err != nil {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
-		if _, err := io.CopyN(s.spool, r, size); err != nil {
+		// Empty again when the JAR is read, so that the reservation
+		// released then matches what is on disk.
+		defer func() { _ = s.spool.Truncate(0) }()
+		if _, err := io.CopyN(s.spool, &ctxReader{ctx: s.context(), r: r}, size); err != nil {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
 		ra = s.spool
 	}
-	if err := s.keep.keep(s.layer, strings.TrimPrefix(p, "/"), ra, size); err != nil {
+	if err := s.keep.keep(s.context(), s.layer, strings.TrimPrefix(p, "/"), ra, size); err != nil {
 		return nil, err
 	}
 	return jarFactsOf(ra, size, p, s.sel.native), nil

@@ -180,7 +180,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 	}
 	sel := newSelection(c, cfg.Architecture)
 	if o.deepWanted(c) {
-		if o.keep, err = newKeeper(o.TempDir); err != nil {
+		if o.keep, err = newKeeper(o.TempDir, o.Budget); err != nil {
 			return nil, err
 		}
 		defer o.keep.remove()

@@ -226,7 +226,7 @@ func (o VerifyOptions) prepare(ctx context.Context, img v1.Image, k *kept) error
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	o.JobJARs, o.Deep = nil, true
-	if o.keep, err = newKeeper(o.TempDir); err != nil {
+	if o.keep, err = newKeeper(o.TempDir, o.Budget); err != nil {
 		return err
 	}
 	k.keep = o.keep
