@@ -75,6 +75,7 @@ var Rules = []Rule{
 	{"linkage-method", Error, "A class reachable from a JAR's entry points calls a method the host's classes do not have (JVMS 5.4.3.3-4). An error when the owner is the host's own Flink's (relocated libraries aside) or as linkage-class.", linkageMethod},
 	{"linkage-field", Error, "A class reachable from a JAR's entry points uses a field the host's classes do not have (JVMS 5.4.3.2). Severity as linkage-method.", linkageField},
 	{"bytecode-version", Error, "A class reachable from a JAR's entry points is compiled for a newer Java than the host JDK's. Severity as linkage-class.", bytecodeVersion},
+	{"layout-planner-bundled", Error, "A job JAR in usrlib, or a lib JAR other than the planner's own, bundles Flink's table planner (classes under org.apache.flink.table.planner.codegen): a second planner beside the host's, which does not fix a codegen linkage failure on TaskManagers (mismatched compiler and runtime payloads). Deep check only.", plannerBundled},
 	{"config-key-conflict", Warning, "A key and its deprecated key are both set, to different values: Flink uses the key and ignores the deprecated one.", configKeyConflict},
 	{"config-unknown-key", Warning, "A key the host's Flink does not read: a near name of a key it knows, or a key an other release had.", configUnknownKey},
 	{"config-taskmanager-flags", Warning, "A TaskManager's JVM options lack the Arrow options StreamFusion needs (-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false).", configTaskManagerFlags},
