@@ -929,7 +929,11 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 				f.Fix = "add the library of " + javaName(pkg(missing)) + " to lib (" + dropped.jar + " is built for Flink " + dropped.line + ", whose flink-dist carries it), or " + fix
 			}
 			if provided || isDropped {
-				if !isDropped && r.hostProvides(missing) {
+				switch {
+				case isDropped:
+				case plannerOnly(missing):
+					f.Fix = plannerFix(missing)
+				case r.hostProvides(missing):
 					f.Severity = Error
 					f.Found += "; " + r.builtFor(j)
 				}

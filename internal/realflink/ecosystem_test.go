@@ -73,12 +73,17 @@ var ecosystem = []ecoCase{
 	{[]string{"flink-sql-avro-confluent-registry-2.2.0.jar"}, "2.2.0", "1.18.1"},
 }
 
+// noPayloads are the rules a placement without StreamFusion's payloads
+// breaks by construction: the corpus judges the JARs around them.
+var noPayloads = map[string]bool{"loader-missing": true, "core-missing": true}
+
 // ecoRun is one `streamfusion check --json` of a placement.
 type ecoRun struct {
 	exit     int
 	findings []linkFinding
 	errors   []linkFinding
 	wall     time.Duration
+	cpu      time.Duration // user and system
 	rssKB    int64
 }
 
@@ -97,6 +102,7 @@ func (k oracleKit) ecoCheck(t *testing.T, s flinkSet) ecoRun {
 		require.NoError(t, err, "streamfusion check: %s", stderr.String())
 	}
 	r.exit = cmd.ProcessState.ExitCode()
+	r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.rssKB = ru.Maxrss
 	}
@@ -106,7 +112,7 @@ func (k oracleKit) ecoCheck(t *testing.T, s flinkSet) ecoRun {
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), "check --json printed: %s\nstderr: %s", stdout.String(), stderr.String())
 	r.findings = rep.Findings
 	for _, f := range rep.Findings {
-		if f.Severity == "error" {
+		if f.Severity == "error" && !noPayloads[f.Rule] {
 			r.errors = append(r.errors, f)
 		}
 	}
@@ -144,10 +150,10 @@ func TestEcosystem(t *testing.T) {
 		t.Run(strings.TrimSuffix(jar, ".jar"), func(t *testing.T) {
 			row := []string{jar, c.home, "", c.cross, "", "", "", ""}
 			defer func() { rows = append(rows, "| "+strings.Join(row, " | ")+" |") }()
-			var slowest time.Duration
+			var slowest, cpu time.Duration
 			var rss int64
 			note := func(r ecoRun) {
-				slowest, rss = max(slowest, r.wall), max(rss, r.rssKB)
+				slowest, cpu, rss = max(slowest, r.wall), max(cpu, r.cpu), max(rss, r.rssKB)
 			}
 			if c.home != "" {
 				home := k.ecoCheck(t, flinkSet{flink: c.home, lib: c.jars})
@@ -191,7 +197,7 @@ func TestEcosystem(t *testing.T) {
 			if broken > 0 {
 				row[5] = fmt.Sprintf("broken (%d references)", broken)
 			}
-			row[6] = fmt.Sprintf("%.2f s", slowest.Seconds())
+			row[6] = fmt.Sprintf("%.2f s (%.2f s CPU)", slowest.Seconds(), cpu.Seconds())
 			row[7] = fmt.Sprintf("%d MB", rss/1024)
 			if broken > 0 {
 				named := false
@@ -220,7 +226,7 @@ func TestEcosystem(t *testing.T) {
 	}
 	unserved := readCoordinates(t, "testdata/ecosystem-unserved.txt")
 	var b strings.Builder
-	b.WriteString("| JAR | home release | home verdict | cross release | cross verdict | JVM verdict (cross) | time (slowest check) | peak RSS |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| JAR | home release | home verdict | cross release | cross verdict | JVM verdict (cross) | time, slowest check (wall, CPU) | peak RSS |\n|---|---|---|---|---|---|---|---|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n\nSkipped, not served by the registry: " + strings.Join(unserved, ", ") + ".\n")
 	t.Logf("ecosystem table:\n%s", b.String())
 	if p := os.Getenv("ECOSYSTEM_TABLE"); p != "" {
