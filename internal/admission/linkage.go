@@ -1044,7 +1044,8 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 }
 
 // hostAPI: a class of Flink's own API and runtime (org.apache.flink outside
-// the connector and format namespaces, which are artifacts of their own,
+// the connector and format namespaces and Flink CDC's, which are artifacts
+// of their own,
 // and outside the planner, which lib never sees): its package gone from
 // the host is the host's API changing under the JAR (Flink 2 dropped
 // org.apache.flink.table.api.constraints), not an optional library left out.
@@ -1053,7 +1054,7 @@ func hostAPI(class string) bool {
 		return false
 	}
 	for _, p := range []string{"org/apache/flink/connector/", "org/apache/flink/connectors/", "org/apache/flink/streaming/connectors/",
-		"org/apache/flink/formats/", "org/apache/flink/table/planner/"} {
+		"org/apache/flink/formats/", "org/apache/flink/table/planner/", "org/apache/flink/cdc/"} {
 		if strings.HasPrefix(class, p) {
 			return false
 		}
