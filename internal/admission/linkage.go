@@ -1008,7 +1008,7 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 				in = " in " + a.Path
 			}
 			sev, what := j.sev, "no "+member+" in "+javaName(owner)+in+" (looked in "+where+")"
-			if a := j.loader.Find(owner); a != nil && r.cp.resolvedOnly[a] && !shadedPkg(owner) {
+			if a := j.loader.Find(owner); a != nil && r.cp.resolvedOnly[a] && flinkOwn(owner) {
 				sev, what = Error, what+"; "+r.builtFor(j)
 			}
 			*list = append(*list, Finding{Severity: sev, Path: j.jar.Path,

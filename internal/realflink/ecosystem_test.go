@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -265,11 +266,11 @@ func TestEcosystemCDCLines(t *testing.T) {
 			dir := t.TempDir()
 			pom := fmt.Sprintf(`<project><modelVersion>4.0.0</modelVersion><parent><groupId>%s</groupId><artifactId>flink-cdc-source-connectors</artifactId><version>%s</version><relativePath/></parent><artifactId>probe</artifactId></project>`, c.group, c.version)
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "pom.xml"), []byte(pom), 0o644))
-			cmd := exec.Command("mvn", "-q", "-B", "help:evaluate", "-Dexpression=flink.version", "-DforceStdout")
+			cmd := exec.Command("mvn", "-q", "-B", "-Dstyle.color=never", "help:evaluate", "-Dexpression=flink.version", "-DforceStdout")
 			cmd.Dir = dir
 			out, err := cmd.Output()
 			require.NoError(t, err, "mvn help:evaluate: %s", out)
-			flink := strings.TrimSpace(string(out))
+			flink := strings.TrimSpace(regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(string(out), ""))
 			sv, ok := admission.ParseStockVersion(flink)
 			require.True(t, ok, "flink.version %q", flink)
 			p := flinkSet{}.jar(t, c.jar)
