@@ -112,7 +112,7 @@ var (
 	usualLib   = regexp.MustCompile(`^    (\d+) [a-z0-9_.]+, e\.g\. `)
 	usualMore  = regexp.MustCompile(`^    (\d+) in (\d+) more libraries$`)
 	usualHead  = regexp.MustCompile(`^  (\d+) WARNING \[linkage-class\] in (\d+) libraries`)
-	ruleCounts = regexp.MustCompile(`(\d+) ([a-z0-9-]+)`)
+	ruleCountRE = regexp.MustCompile(`(\d+) ([a-z0-9-]+)`)
 )
 
 // countedIn reads the people's report back: the counts it gives by path
@@ -147,7 +147,7 @@ func countedIn(t *testing.T, lines []string) map[string]int {
 			w, _ := strconv.Atoi(m[3])
 			declared = e + w
 			if m[4] != "" { // folded: the rules and their counts on the line
-				for _, rc := range ruleCounts.FindAllStringSubmatch(m[4], -1) {
+				for _, rc := range ruleCountRE.FindAllStringSubmatch(m[4], -1) {
 					n, _ := strconv.Atoi(rc[1])
 					out[path+" "+rc[2]] += n
 					summed += n
