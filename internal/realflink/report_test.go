@@ -105,13 +105,13 @@ func countsOf(fs []admission.Finding) map[string]int {
 }
 
 var (
-	oneLine    = regexp.MustCompile(`^(ERROR|WARNING) \[([a-z0-9-]+)\] (.*)$`)
-	subject    = regexp.MustCompile(`^(/\S*|host): (?:(\d+) errors?)?(?:, )?(?:(\d+) warnings?)?(?: \((.*)\))?$`)
-	groupHead  = regexp.MustCompile(`^  (\d+) (ERROR|WARNING) \[([a-z0-9-]+)\]`)
-	groupOne   = regexp.MustCompile(`^  (ERROR|WARNING) \[([a-z0-9-]+)\] `)
-	usualLib   = regexp.MustCompile(`^    (\d+) [a-z0-9_.]+, e\.g\. `)
-	usualMore  = regexp.MustCompile(`^    (\d+) in (\d+) more libraries$`)
-	usualHead  = regexp.MustCompile(`^  (\d+) WARNING \[linkage-class\] in (\d+) libraries`)
+	oneLine     = regexp.MustCompile(`^(ERROR|WARNING) \[([a-z0-9-]+)\] (.*)$`)
+	subject     = regexp.MustCompile(`^(/\S*|host): (?:(\d+) errors?)?(?:, )?(?:(\d+) warnings?)?(?: \((.*)\))?$`)
+	groupHead   = regexp.MustCompile(`^  (\d+) (ERROR|WARNING) \[([a-z0-9-]+)\]`)
+	groupOne    = regexp.MustCompile(`^  (ERROR|WARNING) \[([a-z0-9-]+)\] `)
+	usualLib    = regexp.MustCompile(`^    (\d+) [a-z0-9_.]+, e\.g\. `)
+	usualMore   = regexp.MustCompile(`^    (\d+) in (\d+) more libraries$`)
+	usualHead   = regexp.MustCompile(`^  (\d+) WARNING \[linkage-class\] in (\d+) libraries`)
 	ruleCountRE = regexp.MustCompile(`(\d+) ([a-z0-9-]+)`)
 )
 
