@@ -59,6 +59,10 @@ type Settings struct {
 	// shadowing and linkage rules read; the JARs stay open until
 	// Facts.Deep.Close.
 	Deep bool
+	// Baked, without Deep, applies lib's baked deep verdict (VerdictFile)
+	// when it has one: the JARs are fingerprinted as they are read and
+	// compared with it (gatherBaked); Facts.Linkage says what came of it.
+	Baked bool
 
 	// The process about to start, for the configuration it runs with
 	// (ReadConfig): its role (internal/roles' names; "" unknown) and its
@@ -148,7 +152,14 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	}
 	f.Unlisted = slices.Concat(unlisted, unlistedUsrlib, unlistedPlugins)
 	all := append(append(append([]string(nil), names...), usrlib...), plugins...)
-	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, progress)
+	var verdict *bakedFile
+	fingerprinted := 0 // how many of all are fingerprinted: lib and usrlib, with a verdict to compare
+	if s.Baked && !s.Deep {
+		if verdict = readVerdict(fsys, s.LibDir); verdict != nil && verdict.err == nil {
+			fingerprinted = len(names) + len(usrlib)
+		}
+	}
+	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, progress, fingerprinted)
 	if err != nil {
 		return nil, err
 	}
@@ -158,8 +169,11 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	release := distVersion(f.Classpath)
 	f.JDK = jdkAsFlink(fsys, s, release)
 	f.Config = ReadConfig(fsys, s, release)
-	if s.Deep {
+	switch {
+	case s.Deep:
 		f.Deep = gatherDeep(ctx, fsys, s, f)
+	case s.Baked:
+		f.Deep, f.Linkage = gatherBaked(ctx, fsys, s, f, verdict)
 	}
 	return f, nil
 }
@@ -193,8 +207,9 @@ func distVersion(jars []*payload.JAR) string {
 
 func isDist(name string) bool { return admission.IsDist(path.Base(name)) }
 
-// readAll reads every JAR, a few at a time, keeping their order.
-func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, progress *Progress) ([]*payload.JAR, error) {
+// readAll reads every JAR, a few at a time, keeping their order; the
+// first fingerprinted of them with their fingerprints.
+func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, progress *Progress, fingerprinted int) ([]*payload.JAR, error) {
 	if workers <= 0 {
 		workers = 2
 	}
@@ -210,7 +225,7 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read 
 			defer wg.Done()
 			for i := range next {
 				progress.begin("/" + names[i])
-				out[i] = read(fsys, names[i], payload.Options{Properties: isDist(names[i])})
+				out[i] = read(fsys, names[i], payload.Options{Properties: isDist(names[i]), Fingerprint: i < fingerprinted})
 				progress.end("/" + names[i])
 			}
 		}()
