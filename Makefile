@@ -209,6 +209,8 @@ FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead int
 # the real Flink 2.2.0 lib, through the webhook (the JARs by coordinates,
 # as test-real fetches them); the cold and warm review's benchmark.
 FUZZ_TARGETS += internal/jobjar:FuzzParseHeaders internal/jobjar:FuzzParseURI
+# The baked deep verdict's reader (issue 30).
+FUZZ_TARGETS += internal/baked:FuzzDecode
 .PHONY: test-session-jar bench-session-jar bench-start-parts bench-tools
 test-session-jar: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
