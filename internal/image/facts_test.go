@@ -40,7 +40,9 @@ func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	require.NoError(t, err)
 	fsys, err := imagekit.Files(img)
 	require.NoError(t, err)
-	f, err := host.Gather(context.Background(), fsys, c.HostSettings(cfg.OS, cfg.Architecture), nil)
+	s := c.HostSettings(cfg.OS, cfg.Architecture)
+	s.Baked = false // as verify reads: no baked verdict applied (its facts hold no bytes to fingerprint)
+	f, err := host.Gather(context.Background(), fsys, s, nil)
 	require.NoError(t, err)
 	return f
 }
