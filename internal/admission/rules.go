@@ -74,7 +74,7 @@ var Rules = []Rule{
 	{"linkage-class", Error, "A class reachable from a JAR's entry points uses a class that does not load on the host's classpath (missing, or a supertype missing). An error for StreamFusion payloads, the stock JARs they require and usrlib job JARs, a warning for other JARs.", linkageClass},
 	{"linkage-method", Error, "A class reachable from a JAR's entry points calls a method the host's classes do not have (JVMS 5.4.3.3-4). Severity as linkage-class.", linkageMethod},
 	{"linkage-field", Error, "A class reachable from a JAR's entry points uses a field the host's classes do not have (JVMS 5.4.3.2). Severity as linkage-class.", linkageField},
-	{"deep-verdict-unreadable", Warning, "The image's baked deep verdict (lib/.streamfusion-deep-verdict, written by bake and install) is damaged, truncated, or of another format or rule catalogue; the start checks shadowing and linkage in full instead.", deepVerdictUnreadable},
+	{"deep-verdict-unreadable", Warning, "The image's baked deep verdict (lib/.streamfusion-deep-verdict, written by bake or check --write-verdict) is damaged, truncated, or of another format or rule catalogue; the start checks shadowing and linkage in full instead.", deepVerdictUnreadable},
 	{"bytecode-version", Error, "A class reachable from a JAR's entry points is compiled for a newer Java than the host JDK's. Severity as linkage-class.", bytecodeVersion},
 	{"config-key-conflict", Warning, "A key and its deprecated key are both set, to different values: Flink uses the key and ignores the deprecated one.", configKeyConflict},
 	{"config-unknown-key", Warning, "A key the host's Flink does not read: a near name of a key it knows, or a key an other release had.", configUnknownKey},

@@ -109,7 +109,7 @@ func (b *bakedFile) readIndex(fsys fs.FS) (*baked.Index, error) {
 func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts, b *bakedFile) (*admission.Deep, string) {
 	lib := path.Clean(s.LibDir)
 	if b == nil {
-		return nil, "linkage not checked at this start: lib holds no baked deep verdict (" + path.Join(lib, VerdictFile) + ", written by streamfusion bake and install); STREAMFUSION_LINKAGE=true checks it in full"
+		return nil, "linkage not checked at this start: lib holds no baked deep verdict (" + path.Join(lib, VerdictFile) + ", written by streamfusion bake or check --write-verdict); STREAMFUSION_LINKAGE=true checks it in full"
 	}
 	full := func(err error, why string) (*admission.Deep, string) {
 		d := gatherDeep(ctx, fsys, s, f)
