@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"path"
-	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
@@ -122,9 +121,4 @@ func deepVerdictUnreadable(v *view) []Finding {
 		Found:    v.Deep.VerdictErr.Error(),
 		Required: "a deep verdict written by `streamfusion bake` or `install` of this entrypoint's release, unchanged since",
 		Fix:      "bake the image again (streamfusion bake), or delete " + path.Base(v.Deep.VerdictPath) + " from lib to start without linkage checks (STREAMFUSION_LINKAGE=true checks in full)"}}
-}
-
-// underDir says whether p is below dir.
-func underDir(p, dir string) bool {
-	return strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }

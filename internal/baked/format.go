@@ -119,10 +119,10 @@ func (r *reader) uv() uint64 {
 	return x
 }
 
-// count reads a list's length; each element takes at least min bytes.
-func (r *reader) count(min int) int {
+// count reads a list's length; each element takes at least least bytes.
+func (r *reader) count(least int) int {
 	n := r.uv()
-	if r.err == nil && n > uint64(len(r.b)/min) {
+	if r.err == nil && n > uint64(len(r.b)/least) {
 		r.fail(fmt.Sprintf("a list of %d elements in %d bytes", n, len(r.b)))
 		return 0
 	}

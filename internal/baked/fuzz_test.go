@@ -18,7 +18,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(Magic))
 	empty, _ := Encode(&Verdict{}, nil)
 	f.Add(empty)
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(_ *testing.T, b []byte) {
 		v, _, err := DecodeHeader(b)
 		if err != nil || v == nil {
 			return

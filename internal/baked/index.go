@@ -114,7 +114,7 @@ func DecodeIndex(data []byte, nlib int) (*Index, error) {
 	// never written again, so the string may share its bytes.
 	all := ""
 	if len(body) > 0 {
-		all = unsafe.String(unsafe.SliceData(body), len(body))
+		all = unsafe.String(unsafe.SliceData(body), len(body)) //nolint:gosec // body is decompressed here and never written again
 	}
 	p := &reader{b: body}
 	count := p.count(1)
@@ -238,8 +238,11 @@ func compressIndex(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer e.Close()
-	return e.EncodeAll(b, nil), nil
+	out := e.EncodeAll(b, nil)
+	if err := e.Close(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func decompressIndex(b []byte) ([]byte, error) {
