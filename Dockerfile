@@ -31,7 +31,7 @@ ARG PAYLOADS=payloads
 COPY --from=flink /docker-entrypoint.sh /opt/streamfusion/docker-entrypoint.sh
 COPY --from=build --chmod=0555 /out/entrypoint /docker-entrypoint.sh
 COPY --chmod=0644 ${PAYLOADS}/*.jar /opt/flink/lib/
-ENV GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072 \
-    ROCKSDB_MUSL_LIBC=false
+# No GLIBC_TUNABLES: a reserved optional_static_tls comes out of every thread
+# stack and kills the JVM at its first subprocess (docs/glibc-tunables.md).
 # A broken image fails to build. ENTRYPOINT, CMD, USER and WORKDIR stay the base's.
 RUN ["/docker-entrypoint.sh", "streamfusion", "check"]

@@ -126,9 +126,6 @@ func newImage(t *testing.T, d testkit.Dist) *image {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"FLINK_HOME=" + filepath.Join(root, testkit.FlinkHome),
 		"JAVA_HOME=" + filepath.Join(root, testkit.JavaHome),
-		// as every StreamFusion image sets them (the Dockerfile, bake)
-		"GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072",
-		"ROCKSDB_MUSL_LIBC=false",
 		"STREAMFUSION_ORIGINAL_ENTRYPOINT=" + self,
 		"STREAMFUSION_TERMINATION_LOG=" + im.termLog,
 		helperEnv + "=original",
@@ -588,7 +585,7 @@ func TestBinaryIsStaticAndLinksNoNetworkCode(t *testing.T) {
 }
 
 // Every start pays for every package init of the binary, whether or not
-// the start needs what it prepares (docs/performance.md, issue 19): the
+// the start needs what it prepares (docs/performance-history.md, issue 19): the
 // project's own packages prepare nothing heavy at init (a regular
 // expression compiled at package level costs 5-20 KB and a few dozen
 // allocations; compile it on first use, or match by hand). The runtime

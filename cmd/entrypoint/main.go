@@ -156,7 +156,11 @@ func start(args, env []string, stdout, stderr io.Writer) error {
 		log.Error().Err(err).Msg("internal error during admission")
 		return &toldError{err}
 	}
-	report.Findings(log, v.Decision)
+	if cfg.JSON {
+		report.Findings(log, v.Decision) // a line per finding, for programs
+	} else {
+		report.FindingLines(log, v.Decision) // grouped when many, for people
+	}
 	if err := v.Err(); err != nil {
 		summary := report.Summary(name, v.Decision)
 		fmt.Fprintln(stderr, summary)

@@ -56,7 +56,10 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 // command ran (unknown commands, flags, arguments) are usage errors.
 func exitCode(err error, started bool) int {
 	var usage *usageError
+	var status *statusError
 	switch {
+	case errors.As(err, &status):
+		return status.code
 	case errors.As(err, &usage), !started:
 		return exitUsage
 	case errors.Is(err, admit.ErrRefused), errors.Is(err, image.ErrPayload):
@@ -81,6 +84,16 @@ type reportedError struct{ err error }
 
 func (e *reportedError) Error() string { return e.err.Error() }
 func (e *reportedError) Unwrap() error { return e.err }
+
+// statusError is a report already printed whose command chose its exit
+// status (the audit: 78 refused, 75 incomplete).
+type statusError struct {
+	code int
+	err  error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
 
 // reported marks err, if any, as already told: a refusal whose report is
 // printed says nothing more.

@@ -25,7 +25,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
@@ -370,30 +369,6 @@ func TestMissingLocalPathsAreNoSuchFile(t *testing.T) {
 			assert.NotContains(t, stderr, "fetch", "never a registry lookup")
 		})
 	}
-}
-
-// The README lists the rules the host CLI adds; they are the binary's own.
-func TestReadmeListsTheCLIRules(t *testing.T) {
-	code, out, _ := cli(t, nil, "rules", "--markdown")
-	require.Equal(t, 0, code)
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	own := map[string]bool{} // the entrypoint's rules (install-interrupted among them): the first table
-	for _, r := range admission.Catalogue() {
-		own[r.ID] = true
-	}
-	n := 0
-	for _, row := range strings.Split(out, "\n") {
-		fields := strings.Split(row, "`")
-		if len(fields) < 3 || own[fields[1]] {
-			continue
-		}
-		if strings.HasPrefix(fields[1], "image-") || strings.HasPrefix(fields[1], "install-") {
-			n++
-			assert.Contains(t, string(readme), row, "README rule rows are stale: regenerate them with `bin/streamfusion rules --markdown`")
-		}
-	}
-	assert.Equal(t, 6, n)
 }
 
 // TestBakeFailsFast: flags, payloads and the output folder are checked

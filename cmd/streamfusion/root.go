@@ -37,6 +37,7 @@ Exit status: 0 admitted or done, 78 refused (the report says why),
 		newRules(),
 		newVersion(),
 		newWebhook(env),
+		newAudit(env),
 	)
 	return root, started
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/dynamic"
@@ -16,6 +17,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/report"
+	"github.com/streamfusion/image-entrypoint/internal/spool"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 	"github.com/streamfusion/image-entrypoint/internal/webhook"
 )
@@ -39,6 +41,10 @@ type webhookOptions struct {
 	KeptSize      string
 	JobJARCA      string
 	JobJARAnyHost bool
+	SpoolBudget   string
+	RegistryMax   int
+	ReviewReads   int
+	MetricsListen string
 }
 
 func newWebhook(env []string) *cobra.Command {
@@ -84,7 +90,21 @@ with its ETag or Last-Modified. The lib copies of the last --kept-images
 images checked (at most --kept-images-size) stay in the temporary
 directory, so a new JAR on a known cluster does not read its image again. local://, file:// and file system plugin
 schemes (s3://...) are read by the operator in its own pod: admitted
-with a warning that they are not judged.`,
+with a warning that they are not judged.
+
+Bounds: every file a review writes to the temporary directory (a large JAR
+spooled while its layer is read, the deep check's copies, the kept images'
+copies, a session job's JAR) is reserved from --spool-budget before it is
+written (set the pod's emptyDir sizeLimit above it); a review whose files
+do not fit in time is answered by the failure policy, naming the budget.
+At most --registry-requests registry requests are under way at once, and
+one review verifies at most --review-reads images at once (references to
+one digest count once).
+
+Metrics: GET /metrics on --metrics-listen (plain HTTP, Prometheus text
+format): reviews by kind, operation and verdict, their latency, registry
+requests and errors, the caches, the spool budget, the certificate's
+expiry.`,
 		Args: none,
 		RunE: func(c *cobra.Command, _ []string) error { return o.run(c) },
 	}
@@ -106,6 +126,10 @@ with a warning that they are not judged.`,
 	f.StringVar(&o.KeptSize, "kept-images-size", "1Gi", "at most this much of those copies (a Kubernetes quantity: 512Mi, 1Gi)")
 	f.StringVar(&o.JobJARCA, "job-jar-ca-file", "", "PEM CA certificates trusted for https jarURIs besides the system roots")
 	f.BoolVar(&o.JobJARAnyHost, "job-jar-any-host", false, "also fetch jarURIs whose host is a loopback, link-local, multicast or unspecified address")
+	f.StringVar(&o.SpoolBudget, "spool-budget", DefaultSpoolBudget, "the most bytes all reviews write to the temporary directory at once (a Kubernetes quantity; keep it below the directory's size limit)")
+	f.IntVar(&o.RegistryMax, "registry-requests", DefaultRegistryRequests, "the most registry requests under way at once, all reviews together")
+	f.IntVar(&o.ReviewReads, "review-reads", webhook.DefaultReviewReads, "the most images one review verifies at once")
+	f.StringVar(&o.MetricsListen, "metrics-listen", ":9090", `address of the Prometheus metrics (GET /metrics, plain HTTP); "" serves none`)
 	return c
 }
 
@@ -120,8 +144,23 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	opts := verdict.Options{Remote: remoteOptions, MaxEntries: o.CacheSize}
+	budget, err := parseQuantity("--spool-budget", o.SpoolBudget)
+	if err != nil {
+		return err
+	}
+	if o.RegistryMax <= 0 || o.ReviewReads <= 0 {
+		return usagef("--registry-requests %d, --review-reads %d: want 1 or more", o.RegistryMax, o.ReviewReads)
+	}
+	if kept, err := parseQuantity("--kept-images-size", o.KeptSize); err == nil && o.KeptImages > 0 && kept >= budget {
+		return usagef("--kept-images-size %s is not below --spool-budget %s: the kept images' copies are part of the budget and would leave reviews no room; fix: raise --spool-budget or lower --kept-images-size", o.KeptSize, o.SpoolBudget)
+	}
+	spooled := spool.New(budget, "--spool-budget")
+	metrics := webhook.NewMetrics()
+	base := remote.DefaultTransport.(*http.Transport).Clone()
+	transport := webhook.LimitRequests(base, o.RegistryMax, metrics)
+	opts := verdict.Options{Remote: append([]remote.Option{remote.WithTransport(transport)}, remoteOptions...), MaxEntries: o.CacheSize}
 	opts.Read.Cache = readOptions(c, o.env).Cache
+	opts.Read.Budget = spooled
 	if want != nil {
 		opts.Platform = *want
 	}
@@ -130,7 +169,7 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		return usagef("%v", err)
 	}
 	log := report.Logger(c.ErrOrStderr(), o.JSONLog, "info")
-	jobs, err := o.jobFetcher()
+	jobs, err := o.jobFetcher(spooled)
 	if err != nil {
 		return err
 	}
@@ -144,10 +183,12 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		opts.Deep = verdict.ViewsDeep(views)
 	}
 	cfg := webhook.Config{Cache: verdict.New(opts), Secrets: verdict.Secrets{Dir: o.PullSecrets},
-		Timeout: o.Timeout, FailurePolicy: o.FailurePolicy, Log: log, Jobs: jobs}
+		Timeout: o.Timeout, FailurePolicy: o.FailurePolicy, Log: log, Jobs: jobs, ReviewReads: o.ReviewReads, Metrics: metrics}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	metrics.Watch(webhook.Sources{Cache: cfg.Cache, Budget: spooled, Views: views, Jobs: jobs, Certs: certs,
+		RegistryMax: o.RegistryMax, ReviewReads: o.ReviewReads, FailurePolicy: o.FailurePolicy})
 	switch o.Clusters {
 	case "api":
 		clusters, err := o.apiClusters(c)
@@ -167,11 +208,41 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Listen, err)
 	}
-	log.Info().Str("listen", ln.Addr().String()).Dur("timeout", o.Timeout).Str("failurePolicy", o.FailurePolicy).Msg("webhook serving /validate, /healthz and /readyz")
+	defer func() { _ = ln.Close() }()
+	var mln net.Listener
+	if o.MetricsListen != "" {
+		if mln, err = net.Listen("tcp", o.MetricsListen); err != nil {
+			return fmt.Errorf("listen on %s (--metrics-listen): %w", o.MetricsListen, err)
+		}
+		msrv := webhook.MetricsServer(metrics)
+		go func() { _ = msrv.Serve(mln) }()
+		defer func() { _ = msrv.Close() }()
+		log.Info().Str("listen", mln.Addr().String()).Msg("metrics on GET /metrics")
+	}
+	log.Info().Str("listen", ln.Addr().String()).Dur("timeout", o.Timeout).Str("failurePolicy", o.FailurePolicy).
+		Str("spoolBudget", spool.Bytes(budget)).Int("registryRequests", o.RegistryMax).Int("reviewReads", o.ReviewReads).
+		Msg("webhook serving /validate, /healthz and /readyz")
 	if err := webhook.Serve(c.Context(), srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// Defaults of the webhook's bounds: the spool budget (1536Mi) stays well
+// below the chart's emptyDir, whose sizeLimit is the budget and half as
+// much again (2304Mi), and above the default --kept-images-size (1Gi).
+const (
+	DefaultSpoolBudget      = "1536Mi"
+	DefaultRegistryRequests = 32
+)
+
+// parseQuantity reads a flag's Kubernetes quantity (1Gi, 512Mi) as bytes.
+func parseQuantity(flag, s string) (int64, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil || q.Value() <= 0 {
+		return 0, usagef("%s %q: want a positive quantity such as 1Gi", flag, s)
+	}
+	return q.Value(), nil
 }
 
 // keptViews keeps the images' lib copies across session jobs' JARs as
@@ -192,7 +263,7 @@ func (o *webhookOptions) keptViews() (*image.Views, error) {
 
 // jobFetcher is the session jobs' JAR fetcher the flags ask for; nil
 // with --job-jars=off.
-func (o *webhookOptions) jobFetcher() (*jobjar.Fetcher, error) {
+func (o *webhookOptions) jobFetcher(budget *spool.Budget) (*jobjar.Fetcher, error) {
 	switch o.JobJARs {
 	case "off":
 		return nil, nil
@@ -204,7 +275,7 @@ func (o *webhookOptions) jobFetcher() (*jobjar.Fetcher, error) {
 	if err != nil || q.Value() <= 0 {
 		return nil, usagef("--job-jar-max-size %q: want a positive quantity such as 512Mi", o.JobJARMax)
 	}
-	f, err := jobjar.New(jobjar.Options{MaxBytes: q.Value(), CAFile: o.JobJARCA, AnyHost: o.JobJARAnyHost, UserAgent: "streamfusion-webhook"})
+	f, err := jobjar.New(jobjar.Options{MaxBytes: q.Value(), Budget: budget, CAFile: o.JobJARCA, AnyHost: o.JobJARAnyHost, UserAgent: "streamfusion-webhook"})
 	if err != nil {
 		return nil, usagef("%v", err)
 	}

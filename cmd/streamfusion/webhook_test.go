@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -63,6 +65,9 @@ func TestWebhookCommand(t *testing.T) {
 		{"unknown clusters source", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters", "etcd"}, `--clusters "etcd"`},
 		{"negative kept images", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--kept-images=-1"}, "--kept-images -1"},
 		{"kept images size not a quantity", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--kept-images-size=lots"}, `--kept-images-size "lots"`},
+		{"spool budget not a quantity", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--spool-budget=lots"}, `--spool-budget "lots"`},
+		{"kept images as large as the budget", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--spool-budget=1Gi", "--kept-images-size=1Gi"}, "--kept-images-size 1Gi is not below --spool-budget 1Gi"},
+		{"no registry requests", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--clusters=none", "--registry-requests=0"}, "--registry-requests 0"},
 		{"no API access", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--kubeconfig", filepath.Join(t.TempDir(), "none")}, "no Kubernetes API access"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,11 +81,16 @@ func TestWebhookCommand(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
+	mln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	metricsAddr := mln.Addr().String()
+	require.NoError(t, mln.Close())
 	ctx, cancel := context.WithCancel(context.Background())
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"webhook", "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--timeout", "3s", "--clusters=none"}, nil, io.Discard, &stderr)
+		done <- run(ctx, []string{"webhook", "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--timeout", "3s", "--clusters=none",
+			"--metrics-listen", metricsAddr, "--spool-budget=1200Mi", "--registry-requests=12"}, nil, io.Discard, &stderr)
 	}()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	var body string
@@ -119,6 +129,27 @@ func TestWebhookCommand(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	// The metrics of the command as run, scraped over plain HTTP.
+	mresp, err := http.Get("http://" + metricsAddr + "/metrics")
+	require.NoError(t, err)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(mresp.Body)
+	mresp.Body.Close()
+	require.NoError(t, err)
+	gauge := func(name string) float64 {
+		require.Contains(t, mfs, name)
+		m := mfs[name].GetMetric()[0]
+		if m.Counter != nil {
+			return m.GetCounter().GetValue()
+		}
+		return m.GetGauge().GetValue()
+	}
+	assert.Equal(t, float64(1200<<20), gauge("streamfusion_webhook_spool_budget_bytes"))
+	assert.Equal(t, 12.0, gauge("streamfusion_webhook_registry_requests_max"))
+	assert.Equal(t, 1.0, gauge("streamfusion_webhook_bad_requests_total"))
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	require.NoError(t, err)
+	assert.Equal(t, float64(pair.Leaf.NotAfter.Unix()), gauge("streamfusion_webhook_certificate_expiry_timestamp_seconds"))
 	cancel()
 	select {
 	case code := <-done:

@@ -93,12 +93,12 @@ func (v *view) bakedLinkage() *linkage {
 			usr[j.jar.Path] = true
 		}
 	}
-	for _, f := range v.shadowing(cp, jars) {
+	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(jars)}
+	for _, f := range v.shadowing(r, cp, jars) {
 		if usr[f.Path] {
 			l.shadow = append(l.shadow, f)
 		}
 	}
-	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line()}
 	r.dropped = v.droppedPackages(judge)
 	var fresh linkage
 	r.judge(judge, &fresh)

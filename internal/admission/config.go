@@ -44,8 +44,8 @@ type Config struct {
 	// FLINK_ENV_JAVA_OPTS_TM), with where each part came from; set only for
 	// a TaskManager.
 	JVMOptions []Part
-	// Env is the few variables the config rules read (GLIBC_TUNABLES,
-	// ROCKSDB_MUSL_LIBC): set ones only.
+	// Env is the few variables the config rules read (GLIBC_TUNABLES):
+	// set ones only.
 	Env map[string]string
 }
 
@@ -664,51 +664,45 @@ func configTaskManagerFlags(v *view) []Finding {
 		Fix: "add them to env.java.opts.taskmanager (config file or FLINK_PROPERTIES: `env.java.opts.taskmanager: " + ArrowOptions() + "`, appended to what it holds)"})
 }
 
-// NativeEnv are the variables a payload with native libraries needs, with
-// their values.
-var NativeEnv = [][2]string{{"GLIBC_TUNABLES", "glibc.rtld.optional_static_tls=131072"}, {"ROCKSDB_MUSL_LIBC", "false"}}
+// MaxStaticTLS is the largest glibc.rtld.optional_static_tls measured to
+// leave the JVM running (Debian bookworm's glibc 2.36, OpenJDK 17, x86_64;
+// docs/glibc-tunables.md): glibc takes the reservation out of every thread's
+// stack, and the JVM's process reaper (136 KiB) hangs from 32768 on and
+// dies of SIGSEGV, without an hs_err file, at 131072, the value images
+// carried up to issue 29. StreamFusion's native libraries use dynamic TLS
+// and need no reservation.
+const MaxStaticTLS = 24576
 
 func configEnv(v *view) []Finding {
 	c := v.Config
-	natives := v.natives()
-	if c.Dir == "" || len(natives) == 0 {
+	if c.Dir == "" {
 		return nil
 	}
-	var out []Finding
-	for _, kv := range NativeEnv {
-		got, set := c.Env[kv[0]]
-		ok := got == kv[1]
-		if kv[0] == "GLIBC_TUNABLES" {
-			ok = staticTLS(got)
-		}
-		if ok {
-			continue
-		}
-		found := kv[0] + " is not set"
-		if set {
-			found = kv[0] + "=" + got
-		}
-		out = append(out, Finding{Path: natives[0].Path, Message: name(natives[0]) + " carries native libraries, and the environment lacks a setting they need",
-			Found: found, Required: kv[0] + "=" + kv[1], Fix: "set " + kv[0] + "=" + kv[1] + " in the image (Dockerfile ENV) or the pod's env"})
+	got, set := c.Env["GLIBC_TUNABLES"]
+	size, ok := staticTLS(got)
+	if !set || !ok || size <= MaxStaticTLS {
+		return nil
 	}
-	return out
+	return one(Finding{Path: "GLIBC_TUNABLES", Message: fmt.Sprintf("the environment reserves %d bytes of optional static TLS, which glibc takes out of every thread's stack: "+
+		"the JVM's process reaper is left less than its guard zones, so the first subprocess (the SQL client's terminal, Flink 1.18 RocksDB's libc probe, "+
+		"any ProcessBuilder) hangs the JVM from 32768 on and kills it with SIGSEGV, without an hs_err file, at 131072 (docs/glibc-tunables.md)", size),
+		Found:    "GLIBC_TUNABLES=" + got,
+		Required: fmt.Sprintf("no glibc.rtld.optional_static_tls, or at most %d (StreamFusion's native libraries use dynamic TLS and need none)", MaxStaticTLS),
+		Fix:      "remove glibc.rtld.optional_static_tls from GLIBC_TUNABLES in the image (Dockerfile ENV) or the pod's env; images baked before this release set it, rebuild them or unset it"})
 }
 
-// staticTLS reports whether GLIBC_TUNABLES, a colon-separated list of
-// tunables, reserves at least the static TLS the native libraries need;
-// the last setting of a tunable wins.
-func staticTLS(tunables string) bool {
-	size := -1
+// staticTLS is the glibc.rtld.optional_static_tls that GLIBC_TUNABLES, a
+// colon-separated list of tunables, sets (the last setting wins, as in
+// glibc's parser); ok is false when it sets none or an unparsable one,
+// which glibc ignores.
+func staticTLS(tunables string) (size uint64, ok bool) {
 	for _, t := range strings.Split(tunables, ":") {
-		if v, ok := strings.CutPrefix(t, "glibc.rtld.optional_static_tls="); ok {
-			n, err := strconv.ParseUint(v, 0, 32)
-			size = -1
-			if err == nil {
-				size = int(n)
-			}
+		if v, found := strings.CutPrefix(t, "glibc.rtld.optional_static_tls="); found {
+			n, err := strconv.ParseUint(v, 0, 64)
+			size, ok = n, err == nil
 		}
 	}
-	return size >= 131072
+	return size, ok
 }
 
 // JudgeConfig runs the rules on a configuration that is not a host's own:

@@ -30,8 +30,13 @@ func withConf(release string, files map[string]string) fstest.MapFS {
 	return m
 }
 
-// nativeEnv is the environment a payload with native libraries needs.
-var nativeEnv = map[string]string{"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=131072", "ROCKSDB_MUSL_LIBC": "false"}
+// imageEnv is a baked image's environment: no GLIBC_TUNABLES
+// (docs/glibc-tunables.md).
+var imageEnv = map[string]string{}
+
+// oldEnv is the environment images carried up to issue 29; the JVM dies of
+// SIGSEGV at its first subprocess with it.
+var oldEnv = map[string]string{"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=131072", "ROCKSDB_MUSL_LIBC": "false"}
 
 func confSettings(role string, env map[string]string, props string, args ...string) host.Settings {
 	s := defaults
@@ -63,49 +68,49 @@ func TestConfigRules(t *testing.T) {
 		noFindings bool // the mended setting has no config finding at all
 	}{
 		{name: "2.x with only flink-conf.yaml", rule: "config-file-line", release: "2.2.1",
-			files: map[string]string{"flink-conf.yaml": "parallelism.default: 1\n"}, s: confSettings("jobmanager", nativeEnv, ""),
+			files: map[string]string{"flink-conf.yaml": "parallelism.default: 1\n"}, s: confSettings("jobmanager", imageEnv, ""),
 			mended: map[string]string{"config.yaml": "parallelism.default: 1\n", "flink-conf.yaml": "parallelism.default: 1\n"},
 			want:   []string{"Flink 2.2.1 reads only config.yaml", "found flink-conf.yaml without config.yaml"}},
 		{name: "1.18 with only config.yaml", rule: "config-file-line", release: "1.18.1",
-			files: map[string]string{"config.yaml": "parallelism.default: 1\n"}, s: confSettings("jobmanager", nativeEnv, ""),
+			files: map[string]string{"config.yaml": "parallelism.default: 1\n"}, s: confSettings("jobmanager", imageEnv, ""),
 			mended: map[string]string{"flink-conf.yaml": "parallelism.default: 1\n"},
 			want:   []string{"Flink 1.18.1 reads only flink-conf.yaml", "write the configuration as flink-conf.yaml"}},
 		{name: "a duplicate key in config.yaml", rule: "config-file-line", release: "2.2.0",
-			files: map[string]string{"config.yaml": "parallelism.default: 1\nparallelism.default: 2\n"}, s: confSettings("jobmanager", nativeEnv, ""),
+			files: map[string]string{"config.yaml": "parallelism.default: 1\nparallelism.default: 2\n"}, s: confSettings("jobmanager", imageEnv, ""),
 			mended: map[string]string{"config.yaml": "parallelism.default: 2\n"},
 			want:   []string{"Flink cannot load its config file", "duplicate key parallelism.default"}},
 		{name: "state.backend.type and state.backend differ", rule: "config-key-conflict", release: "2.2.0",
 			files:  map[string]string{"config.yaml": "state.backend.type: rocksdb\nstate:\n  backend: hashmap\n"},
-			s:      confSettings("jobmanager", nativeEnv, ""),
+			s:      confSettings("jobmanager", imageEnv, ""),
 			mended: map[string]string{"config.yaml": "state.backend.type: rocksdb\n"},
 			want: []string{"state.backend.type and its deprecated key state.backend are both set", "Flink uses state.backend.type",
 				"state.backend.type: rocksdb (/opt/flink/conf/config.yaml, line 1)", "state.backend: hashmap (/opt/flink/conf/config.yaml, line 3)"}},
 		{name: "argv against the file", rule: "config-key-conflict", release: "2.2.0",
 			files: map[string]string{"config.yaml": "state.checkpoints.dir: s3://a\n"},
-			s:     confSettings("taskmanager", nativeEnv, "", "-Dexecution.checkpointing.dir=s3://b"),
+			s:     confSettings("taskmanager", imageEnv, "", "-Dexecution.checkpointing.dir=s3://b"),
 			want:  []string{"execution.checkpointing.dir: s3://b (argv (-D))", "state.checkpoints.dir: s3://a (/opt/flink/conf/config.yaml, line 1)"}},
 		{name: "the same value twice is no conflict", rule: "", release: "2.2.0",
 			files: map[string]string{"config.yaml": "state.backend.type: rocksdb\nstate.backend: rocksdb\n" + arrow},
-			s:     confSettings("taskmanager", nativeEnv, ""), noFindings: true},
+			s:     confSettings("taskmanager", imageEnv, ""), noFindings: true},
 		{name: "a typo", rule: "config-unknown-key", release: "2.2.1",
-			files: map[string]string{"config.yaml": "taskmanager:\n  numberOfTaskSlot: 2\n"}, s: confSettings("jobmanager", nativeEnv, ""),
+			files: map[string]string{"config.yaml": "taskmanager:\n  numberOfTaskSlot: 2\n"}, s: confSettings("jobmanager", imageEnv, ""),
 			mended: map[string]string{"config.yaml": "taskmanager:\n  numberOfTaskSlots: 2\n"},
 			want:   []string{"Flink 2.2.1 does not know taskmanager.numberOfTaskSlot", "rename taskmanager.numberOfTaskSlot to taskmanager.numberOfTaskSlots"}},
 		{name: "a typo in FLINK_PROPERTIES", rule: "config-unknown-key", release: "1.18.1",
-			files: map[string]string{"flink-conf.yaml": "parallelism.default: 1\n"}, s: confSettings("jobmanager", nativeEnv, "paralelism.default: 2"),
+			files: map[string]string{"flink-conf.yaml": "parallelism.default: 1\n"}, s: confSettings("jobmanager", imageEnv, "paralelism.default: 2"),
 			want: []string{"paralelism.default: 2 (FLINK_PROPERTIES)", "parallelism.default"}},
 		{name: "a key 2.2 removed", rule: "config-unknown-key", release: "2.2.0",
-			files: map[string]string{"config.yaml": "table.exec.topn-cache-size: 100\njobmanager.heap.size: 1g\n"}, s: confSettings("jobmanager", nativeEnv, ""),
+			files: map[string]string{"config.yaml": "table.exec.topn-cache-size: 100\njobmanager.heap.size: 1g\n"}, s: confSettings("jobmanager", imageEnv, ""),
 			want: []string{"table.exec.topn-cache-size is a key of Flink 1.18.1 that Flink 2.2.0 no longer reads", "fix: set table.exec.rank.topn-cache-size instead of table.exec.topn-cache-size",
 				"jobmanager.heap.size is a key of Flink 1.18.1", "Flink 2.2.0 has no replacement for it; fix: remove jobmanager.heap.size"}},
 		{name: "open prefixes and user keys are quiet", rule: "", release: "2.2.0",
 			files: map[string]string{"config.yaml": "metrics.reporter.prom.factory.class: org.example.Factory\nmetrics.reporter.prom.port: 9249\n" +
 				"s3.access-key: x\nfs.s3a.endpoint: y\nkubernetes.operator.reconcile.interval: 1 min\nmy.company.setting: z\n" +
 				"kubernetes.jobmanager.annotations.team: a\nquery.server.port: 6125\n" + arrow},
-			s: confSettings("taskmanager", nativeEnv, ""), noFindings: true},
+			s: confSettings("taskmanager", imageEnv, ""), noFindings: true},
 		{name: "a TaskManager without the Arrow options", rule: "config-taskmanager-flags", release: "2.2.1",
 			files:  map[string]string{"config.yaml": "env.java.opts.all: -Dx=y\nenv.java.opts.taskmanager: -Darrow.enable_unsafe_memory_access=true\n"},
-			s:      confSettings("kubernetes-taskmanager", nativeEnv, ""),
+			s:      confSettings("kubernetes-taskmanager", imageEnv, ""),
 			mended: map[string]string{"config.yaml": "env.java.opts.all: -Dx=y\n" + arrow},
 			want: []string{"found JVM options without -Darrow.enable_null_check_for_get=false: -Dx=y (env.java.opts.all in /opt/flink/conf/config.yaml, line 1)",
 				"env.java.opts.taskmanager: -Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"},
@@ -113,23 +118,35 @@ func TestConfigRules(t *testing.T) {
 		{name: "a later option turns a flag off", rule: "config-taskmanager-flags", release: "2.2.1",
 			files: map[string]string{"config.yaml": "env.java.default-opts.taskmanager: -Darrow.enable_null_check_for_get=false\n" +
 				"env.java.opts.taskmanager: -Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=true\n"},
-			s:    confSettings("taskmanager", nativeEnv, ""),
+			s:    confSettings("taskmanager", imageEnv, ""),
 			want: []string{"without -Darrow.enable_null_check_for_get=false"}},
 		{name: "FLINK_ENV_JAVA_OPTS replaces env.java.opts.all", rule: "", release: "2.2.1",
 			files: map[string]string{"config.yaml": "env.java.opts.all: -Dx=y\n"},
-			s: confSettings("taskmanager", map[string]string{"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=262144", "ROCKSDB_MUSL_LIBC": "false",
+			s: confSettings("taskmanager", map[string]string{
 				"FLINK_ENV_JAVA_OPTS": "-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false"}, ""),
 			noFindings: true},
 		{name: "a JobManager needs no Arrow options", rule: "", release: "2.2.1",
-			files: map[string]string{"config.yaml": "parallelism.default: 1\n"}, s: confSettings("jobmanager", nativeEnv, ""), noFindings: true},
-		{name: "no GLIBC_TUNABLES", rule: "config-env", release: "2.2.1",
+			files: map[string]string{"config.yaml": "parallelism.default: 1\n"}, s: confSettings("jobmanager", imageEnv, ""), noFindings: true},
+		{name: "the old GLIBC_TUNABLES", rule: "config-env", release: "2.2.1",
 			files: map[string]string{"config.yaml": "parallelism.default: 1\n"},
-			s:     confSettings("jobmanager", map[string]string{"ROCKSDB_MUSL_LIBC": "false", "GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}, ""),
-			want:  []string{"found GLIBC_TUNABLES=glibc.malloc.arena_max=2, required GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072"}},
-		{name: "no ROCKSDB_MUSL_LIBC", rule: "config-env", release: "2.2.1",
+			s:     confSettings("jobmanager", oldEnv, ""),
+			want: []string{"GLIBC_TUNABLES: the environment reserves 131072 bytes of optional static TLS", "SIGSEGV, without an hs_err file",
+				"found GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072, required no glibc.rtld.optional_static_tls, or at most 24576",
+				"fix: remove glibc.rtld.optional_static_tls from GLIBC_TUNABLES"}},
+		{name: "the first value measured to hang", rule: "config-env", release: "2.2.1",
 			files: map[string]string{"config.yaml": "parallelism.default: 1\n"},
-			s:     confSettings("jobmanager", map[string]string{"GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.rtld.optional_static_tls=131072"}, ""),
-			want:  []string{"found ROCKSDB_MUSL_LIBC is not set"}},
+			s:     confSettings("jobmanager", map[string]string{"GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.rtld.optional_static_tls=0x8000"}, ""),
+			want:  []string{"reserves 32768 bytes", "found GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.rtld.optional_static_tls=0x8000"}},
+		{name: "the last setting wins", rule: "config-env", release: "2.2.1",
+			files: map[string]string{"config.yaml": "parallelism.default: 1\n"},
+			s:     confSettings("jobmanager", map[string]string{"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=512:glibc.rtld.optional_static_tls=65536"}, ""),
+			want:  []string{"reserves 65536 bytes"}},
+		{name: "the largest value measured to run is quiet", rule: "", release: "2.2.1",
+			files: map[string]string{"config.yaml": "parallelism.default: 1\n"},
+			s:     confSettings("jobmanager", map[string]string{"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=131072:glibc.rtld.optional_static_tls=24576"}, ""), noFindings: true},
+		{name: "other tunables are quiet", rule: "", release: "2.2.1",
+			files: map[string]string{"config.yaml": "parallelism.default: 1\n"},
+			s:     confSettings("jobmanager", map[string]string{"GLIBC_TUNABLES": "glibc.malloc.arena_max=2:glibc.rtld.optional_static_tls=lots", "ROCKSDB_MUSL_LIBC": "true"}, ""), noFindings: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -31,6 +31,9 @@ type Facts struct {
 	// nil when they were not asked for (the start path, unless
 	// STREAMFUSION_LINKAGE=true).
 	Deep *Deep
+	// Libs is what the root filesystem offers the payloads' native
+	// libraries (the native-* rules); nil when their ELF was not read.
+	Libs *Libs
 	// Linkage says how the deep rules were given their facts at a start
 	// that may apply a baked deep verdict (host.Settings.Baked), for the
 	// log: applied, judged against its index, in full, or not at all.

@@ -41,6 +41,10 @@ type deepJAR struct {
 	usrlib  bool
 	host    bool     // the host's own: not judged, only resolved against
 	sev     Severity // of its findings
+	// mustLoad: a payload or a stock JAR a payload requires, whose own
+	// code must load (a library it is built on absent is an error).
+	mustLoad bool
+	builtFor string // "Flink A.B (evidence)" from its stock identity, or ""
 }
 
 // linkage is what the deep rules found, computed once per decision.
@@ -72,8 +76,7 @@ func (v *view) linkage() *linkage {
 			jars = append(jars, v.deepJAR(v.Usrlib[i], a, cp.Usrlib, true))
 		}
 	}
-	v.link.shadow = v.shadowing(cp, jars)
-	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line()}
+	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(jars)}
 	cp.parentFirst = v.Deep.ParentFirst
 	var judge []*deepJAR
 	cp.resolvedOnly = map[*payload.Archive]bool{}
@@ -84,6 +87,7 @@ func (v *view) linkage() *linkage {
 			cp.resolvedOnly[j.archive] = true
 		}
 	}
+	v.link.shadow = v.shadowing(r, cp, jars)
 	r.dropped = v.droppedPackages(judge)
 	r.judge(judge, v.link)
 	return v.link
@@ -110,6 +114,10 @@ func (v *view) deepJAR(j *payload.JAR, a *payload.Archive, l *Loader, usrlib boo
 	d.host = !usrlib && v.hostOwn(j)
 	if usrlib || v.byPath[j.Path] != nil || v.stockRequired(j) {
 		d.sev = Error
+	}
+	d.mustLoad = !usrlib && (v.byPath[j.Path] != nil || v.stockRequired(j))
+	if s := v.stockOf[j.Path]; s != nil && s.Line != "" {
+		d.builtFor = "Flink " + s.Line + " (" + s.Evidence + ")"
 	}
 	return d
 }
@@ -142,7 +150,7 @@ func (v *view) maxClassMajor() int {
 // parent-first pattern leaves the class to lib; in usrlib the first JAR
 // hides the later ones. Identical copies shadow nothing. One finding per
 // pair of JARs, every hidden class in its symbol.
-func (v *view) shadowing(cp *Classpath, jars []*deepJAR) []Finding {
+func (v *view) shadowing(r *resolver, cp *Classpath, jars []*deepJAR) []Finding {
 	var out []Finding
 	// pairs collects hidden classes by (winner, loser) in the order found.
 	type pair struct{ winner, loser *deepJAR }
@@ -182,7 +190,8 @@ func (v *view) shadowing(cp *Classpath, jars []*deepJAR) []Finding {
 		if k.winner.usrlib {
 			where, how = "usrlib", "comes first in usrlib"
 		}
-		out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], where, how, ""))
+		sev, why := v.shadowConsequence(r, cp, k.winner, k.loser, byPair[k], true)
+		out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], where, how, sev, why))
 	}
 	// usrlib over lib: child-first, except where a parent-first pattern
 	// leaves the class to lib.
@@ -215,12 +224,13 @@ func (v *view) shadowing(cp *Classpath, jars []*deepJAR) []Finding {
 	}
 	for _, k := range pairs {
 		if k.winner.usrlib {
-			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded child-first from usrlib", ""))
+			sev, why := v.shadowConsequence(r, cp, k.winner, k.loser, byPair[k], false)
+			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded child-first from usrlib", sev, why))
 		} else {
 			// The JVM takes lib's copy, which the host expects: the job's
 			// own copy is what is lost (a warning; what the job's code
 			// cannot then link is the linkage rules' to say).
-			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded parent-first from lib", Warning))
+			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded parent-first from lib", Warning, ""))
 		}
 	}
 	return out
@@ -238,21 +248,11 @@ func sortedClasses(a *payload.Archive) []string {
 // shadowExamples is how many hidden classes a message names.
 const shadowExamples = 3
 
-// shadowFinding: winner's copies of names hide loser's. An error when the
-// hidden class is flink-dist's, the planner's or a StreamFusion payload's,
-// or the winner is a payload; sev, when set, decides instead. The symbol
-// names the first class (from, owner) and lists every hidden one
+// shadowFinding: winner's copies of names hide loser's, of severity sev
+// (shadowConsequence), why the consequence that makes it an error. The
+// symbol names the first class (from, owner) and lists every hidden one
 // (classes); the message names how many and the first few.
-func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how string, sev Severity) Finding {
-	if sev == "" {
-		sev = Warning
-		for _, j := range []*deepJAR{winner, loser} {
-			base := path.Base(j.jar.Path)
-			if IsDist(base) || isPlannerLoader(base) || isPlannerScala(base) || v.byPath[j.jar.Path] != nil {
-				sev = Error
-			}
-		}
-	}
+func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how string, sev Severity, why string) Finding {
 	first := names[0]
 	subject := javaName(first)
 	if len(names) > 1 {
@@ -273,9 +273,15 @@ func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how 
 		// The job's copies are the ones lost.
 		at, fix = loser.jar.Path, "leave the classes lib provides out of "+path.Base(loser.jar.Path)+" (provided scope in its build), or relocate (shade) them"
 	}
+	found := fmt.Sprintf("%s with different contents in %s (first: CRC %08x, %d bytes) and %s (CRC %08x, %d bytes)", plural(len(names), "class"), winner.jar.Path, winner.archive.Classes[first].CRC, winner.archive.Classes[first].Size, loser.jar.Path, loser.archive.Classes[first].CRC, loser.archive.Classes[first].Size)
+	if why != "" {
+		found += "; " + why
+	} else if sev == Warning {
+		found += "; every use of them on the classpath resolves in the copies loaded"
+	}
 	return Finding{Severity: sev, Path: at,
 		Message:  fmt.Sprintf("%s %s and hide%s a different copy in %s", subject, how, map[bool]string{true: "", false: "s"}[len(names) > 1], loser.jar.Path),
-		Found:    fmt.Sprintf("%s with different contents in %s (first: CRC %08x, %d bytes) and %s (CRC %08x, %d bytes)", plural(len(names), "class"), winner.jar.Path, winner.archive.Classes[first].CRC, winner.archive.Classes[first].Size, loser.jar.Path, loser.archive.Classes[first].CRC, loser.archive.Classes[first].Size),
+		Found:    found,
 		Required: "each class once on the " + where + " classpath, or identical copies",
 		Fix:      fix,
 		Symbol:   &Symbol{Kind: SymShadow, From: first, Owner: first, JAR: winner.jar.Path, Classes: names}}
@@ -283,11 +289,12 @@ func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how 
 
 // resolver resolves the references of the classes of non-host JARs.
 type resolver struct {
-	cp       *Classpath
-	packages map[string]bool // packages some JAR on the classpath provides
-	maxMajor int
-	line     string          // the host's Flink line, for the fix
-	loads    perLoader[edge] // class -> the first edge of its hierarchy to a missing class (zero when it loads)
+	cp           *Classpath
+	hostPackages map[string]bool // packages the host's own JARs provide
+	packages     map[string]bool // packages some JAR on the classpath provides
+	maxMajor     int
+	line         string          // the host's Flink line, for the fix
+	loads        perLoader[edge] // class -> the first edge of its hierarchy to a missing class (zero when it loads)
 	// dropped are the packages the flink-dist of another line carries
 	// that a JAR on the classpath is built for (DistPackages), by package.
 	dropped map[string]droppedBy
@@ -926,6 +933,14 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 				f.Fix = "add the library of " + javaName(pkg(missing)) + " to lib (" + dropped.jar + " is built for Flink " + dropped.line + ", whose flink-dist carries it), or " + fix
 			}
 			if provided || isDropped {
+				switch {
+				case isDropped:
+				case plannerOnly(missing):
+					f.Fix = plannerFix(missing)
+				case r.hostProvides(missing):
+					f.Severity = Error
+					f.Found += "; " + r.builtFor(j)
+				}
 				out.class = append(out.class, f)
 				return
 			}
@@ -996,9 +1011,13 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 			if a := j.loader.Find(owner); a != nil {
 				in = " in " + a.Path
 			}
-			*list = append(*list, Finding{Severity: j.sev, Path: j.jar.Path,
+			sev, what := j.sev, "no "+member+" in "+javaName(owner)+in+" (looked in "+where+")"
+			if a := j.loader.Find(owner); a != nil && r.cp.resolvedOnly[a] && flinkOwn(owner) {
+				sev, what = Error, what+"; "+r.builtFor(j)
+			}
+			*list = append(*list, Finding{Severity: sev, Path: j.jar.Path,
 				Message:  simpleName(c.Name) + " uses " + member + ", which the host does not have",
-				Found:    "no " + member + " in " + javaName(owner) + in + " (looked in " + where + ")",
+				Found:    what,
 				Required: member + ", as " + path.Base(j.jar.Path) + " was built against it",
 				Fix:      fix,
 				Symbol:   &Symbol{Kind: kind, From: c.Name, Owner: owner, Name: ref.Name, Descriptor: ref.Descriptor, JAR: j.jar.Path}})
@@ -1007,6 +1026,11 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 	for _, jd := range all {
 		for _, p := range jd.absent {
 			if jd.required[p.library] {
+				if jd.j.mustLoad {
+					// A payload needs it: its own classes built on the
+					// library cannot load, whatever the user adds later.
+					p.f.Severity = Error
+				}
 				out.class = append(out.class, p.f)
 			}
 		}
@@ -1024,7 +1048,8 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 }
 
 // hostAPI: a class of Flink's own API and runtime (org.apache.flink outside
-// the connector and format namespaces, which are artifacts of their own,
+// the connector and format namespaces and Flink CDC's, which are artifacts
+// of their own,
 // and outside the planner, which lib never sees): its package gone from
 // the host is the host's API changing under the JAR (Flink 2 dropped
 // org.apache.flink.table.api.constraints), not an optional library left out.
@@ -1033,7 +1058,7 @@ func hostAPI(class string) bool {
 		return false
 	}
 	for _, p := range []string{"org/apache/flink/connector/", "org/apache/flink/connectors/", "org/apache/flink/streaming/connectors/",
-		"org/apache/flink/formats/", "org/apache/flink/table/planner/"} {
+		"org/apache/flink/formats/", "org/apache/flink/table/planner/", "org/apache/flink/cdc/"} {
 		if strings.HasPrefix(class, p) {
 			return false
 		}

@@ -109,10 +109,10 @@ func TestLinkageResolvesAsTheJVM(t *testing.T) {
 	}, nil)
 	got := symbols(decideDeep(t, f))
 	want := []string{
-		"linkage-class warning class org/apache/flink/connector/x/Helper -> org/apache/flink/Missing.",
-		"linkage-field warning field org/apache/flink/connector/x/XFactory -> org/apache/flink/Base.countI",
-		"linkage-method warning method org/apache/flink/connector/x/XFactory -> org/apache/flink/Base.<init>(J)V",
-		"linkage-method warning method org/apache/flink/connector/x/XFactory -> org/apache/flink/Base.gone(Ljava/lang/String;[I)V",
+		"linkage-class error class org/apache/flink/connector/x/Helper -> org/apache/flink/Missing.",
+		"linkage-field error field org/apache/flink/connector/x/XFactory -> org/apache/flink/Base.countI",
+		"linkage-method error method org/apache/flink/connector/x/XFactory -> org/apache/flink/Base.<init>(J)V",
+		"linkage-method error method org/apache/flink/connector/x/XFactory -> org/apache/flink/Base.gone(Ljava/lang/String;[I)V",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -142,8 +142,8 @@ func TestLinkageSupertypeMissing(t *testing.T) {
 	}, nil)
 	got := symbols(decideDeep(t, f))
 	want := []string{
-		"linkage-class warning class org/apache/flink/connector/x/XSink -> org/apache/flink/api/StatefulSink.",
-		"linkage-class warning class org/apache/flink/connector/x/XSink -> org/apache/flink/api/TwoPhaseSink.",
+		"linkage-class error class org/apache/flink/connector/x/XSink -> org/apache/flink/api/StatefulSink.",
+		"linkage-class error class org/apache/flink/connector/x/XSink -> org/apache/flink/api/TwoPhaseSink.",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -237,7 +237,7 @@ func TestLinkageHostPackageGone(t *testing.T) {
 		dist(),
 	}, nil)
 	got := symbols(decideDeep(t, f))
-	want := []string{"linkage-class warning class org/apache/iceberg/flink/FlinkCatalog -> org/apache/flink/table/api/constraints/UniqueConstraint."}
+	want := []string{"linkage-class error class org/apache/iceberg/flink/FlinkCatalog -> org/apache/flink/table/api/constraints/UniqueConstraint."}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -325,13 +325,23 @@ func TestLinkageSeverityAndVersion(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	// A lib JAR's finding is a warning, raised by STREAMFUSION_STRICT.
+	// A lib JAR's code that does not link against the host's own Flink is
+	// an error whatever the JAR (issue 28); its class file too new for the
+	// JDK a warning, raised by STREAMFUSION_STRICT.
 	lib := connector("/opt/flink/lib/x.jar", []testkit.Class{main}, nil)
 	lib.data = testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.job.Main"), []testkit.Class{main}, nil)
 	f = deepFacts(t, []jarBytes{lib, dist()}, nil)
+	got = symbols(decideDeep(t, f))
+	want = []string{
+		"bytecode-version warning version com/acme/job/Main -> com/acme/job/Main.",
+		"linkage-method error method com/acme/job/Main -> org/apache/flink/Base.gone()V",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lib: got %v, want %v", got, want)
+	}
 	f.Strict = true
 	for _, fd := range decideDeep(t, f) {
-		if fd.Severity != Error || !fd.Strict {
+		if fd.Rule == "bytecode-version" && (fd.Severity != Error || !fd.Strict) {
 			t.Errorf("strict: %s %s strict=%v", fd.Rule, fd.Severity, fd.Strict)
 		}
 	}

@@ -271,19 +271,19 @@ var cases = []ruleCase{
 	}},
 	{name: "2.x conf with only flink-conf.yaml", rule: "config-file-line", root: func() fstest.MapFS {
 		return withConf("2.2.1", map[string]string{"flink-conf.yaml": "parallelism.default: 1\n"})
-	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", nativeEnv, "") }},
+	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", imageEnv, "") }},
 	{name: "deprecated key against its new key", rule: "config-key-conflict", root: func() fstest.MapFS {
 		return withConf("2.2.1", map[string]string{"config.yaml": "state.backend.type: rocksdb\nstate.backend: hashmap\n"})
-	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", nativeEnv, "") }},
+	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", imageEnv, "") }},
 	{name: "a key Flink does not know", rule: "config-unknown-key", root: func() fstest.MapFS {
 		return withConf("2.2.1", map[string]string{"config.yaml": "taskmanager.numberOfTaskSlot: 1\n"})
-	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", nativeEnv, "") }},
+	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", imageEnv, "") }},
 	{name: "TaskManager without the Arrow options", rule: "config-taskmanager-flags", root: func() fstest.MapFS {
 		return withConf("2.2.1", map[string]string{"config.yaml": "parallelism.default: 1\n"})
-	}, set: func(s *host.Settings) { *s = confSettings("taskmanager", nativeEnv, "") }},
-	{name: "native libraries without GLIBC_TUNABLES", rule: "config-env", root: func() fstest.MapFS {
+	}, set: func(s *host.Settings) { *s = confSettings("taskmanager", imageEnv, "") }},
+	{name: "the old GLIBC_TUNABLES", rule: "config-env", root: func() fstest.MapFS {
 		return withConf("2.2.1", map[string]string{"config.yaml": "parallelism.default: 1\n"})
-	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", nil, "") }},
+	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", oldEnv, "") }},
 	{name: "payload in plugins", rule: "plugins-payload", root: func() fstest.MapFS {
 		return put(good(), testkit.FlinkHome+"/plugins/sf/streamfusion-kafka.jar", testkit.Extension("kafka", "2.2", "0.1.0").Bytes())
 	}},

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,7 +23,56 @@ const (
 	// StockIntegration is a third-party Flink integration (Paimon, Iceberg,
 	// Fluss, Doris) that carries the Flink line in its artifact name.
 	StockIntegration = "integration"
+	// StockCDC is a Flink CDC connector: its name and manifest say only
+	// its own release (Implementation-Version 3.0.1), which fixes the
+	// Flink it is built against (cdcFlink).
+	StockCDC = "cdc"
 )
+
+// cdcFlink is the Flink release each Flink CDC line is built against: the
+// flink.version of its parent POM (flink-cdc-source-connectors, which the
+// connectors' embedded POMs name but do not embed), read with Maven for
+// every line the ecosystem corpus fetches (TestEcosystemCDCLines checks
+// the table against the published POMs). The group moved from
+// com.ververica to org.apache.flink at 3.1.
+var cdcFlink = map[string]string{
+	"3.0": "1.18.0", "3.1": "1.18.1", "3.2": "1.18.1", "3.3": "1.19.1", "3.4": "1.20.1", "3.5": "1.20.1",
+}
+
+// cdcStock reads a Flink CDC connector's manifest: vendor com.ververica or
+// org.apache.flink, title flink-(sql-)connector-<db>-cdc, a version of a
+// CDC line cdcFlink knows.
+func cdcStock(p, vendor, title, ver string) *Stock {
+	if vendor != "com.ververica" && vendor != flinkVendorID {
+		return nil
+	}
+	if !strings.HasSuffix(title, "-cdc") || !strings.HasPrefix(title, "flink-connector-") && !strings.HasPrefix(title, "flink-sql-connector-") {
+		return nil
+	}
+	sv, ok := ParseStockVersion(ver)
+	if !ok || sv.Connector {
+		return nil
+	}
+	built := cdcFlink[sv.Line]
+	if built == "" {
+		return nil
+	}
+	line, _ := ParseStockVersion(built)
+	return &Stock{Path: p, Kind: StockCDC, Name: title, Group: vendor, Artifact: title, Version: ver, Line: line.Line,
+		Evidence: "Implementation-Version " + ver + " in its manifest: Flink CDC " + sv.Line + " is built against Flink " + built}
+}
+
+// cdcFor lists the Flink CDC lines built against a Flink line.
+func cdcFor(line string) []string {
+	var out []string
+	for cdc, built := range cdcFlink {
+		if sv, _ := ParseStockVersion(built); sv.Line == line {
+			out = append(out, cdc)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 // Manifest attributes Flink's own JARs carry.
 const (
@@ -144,6 +194,9 @@ func IdentifyStock(j *payload.JAR) *Stock {
 			return s
 		}
 	}
+	if s := cdcStock(j.Path, vendor, title, ver); s != nil {
+		return s
+	}
 	// Paimon names its line in its manifest's title.
 	if line, ok := strings.CutPrefix(title, paimonTitle); ok && isLine(line) {
 		return &Stock{Path: j.Path, Kind: StockIntegration, Name: "paimon-flink", Group: "org.apache.paimon",
@@ -163,6 +216,9 @@ func IdentifyStock(j *payload.JAR) *Stock {
 				Version: sv.Own, Line: sv.Line, Evidence: "its file name"}
 		}
 	}
+	if s := suffixedLine(j.Path, stem); s != nil {
+		return s
+	}
 	for _, in := range integrations {
 		rest, ok := strings.CutPrefix(stem, in.artifact+"-")
 		if !ok {
@@ -171,6 +227,37 @@ func IdentifyStock(j *payload.JAR) *Stock {
 		line, ver, ok := strings.Cut(rest, "-")
 		if ok && isLine(line) && ver != "" {
 			return &Stock{Path: j.Path, Kind: StockIntegration, Name: in.artifact, Group: in.group, Artifact: in.artifact + "-" + line,
+				Version: ver, Line: line, Evidence: "its file name"}
+		}
+	}
+	return nil
+}
+
+// lineSuffixed are the integrations that spell the Flink line inside
+// their version or artifact rather than as an -A.B artifact suffix:
+// StarRocks' <artifact>-<version>_flink-A.B.jar and Hudi's bundles,
+// hudi-flinkA.B-bundle-<version>.jar.
+var lineSuffixed = []struct{ artifact, group string }{
+	{"flink-connector-starrocks", "com.starrocks"},
+}
+
+// suffixedLine reads the StarRocks and Hudi file names; nil for others.
+func suffixedLine(p, stem string) *Stock {
+	for _, in := range lineSuffixed {
+		rest, ok := strings.CutPrefix(stem, in.artifact+"-")
+		if !ok {
+			continue
+		}
+		ver, line, ok := strings.Cut(rest, "_flink-")
+		if ok && isLine(line) && ver != "" {
+			return &Stock{Path: p, Kind: StockIntegration, Name: in.artifact, Group: in.group, Artifact: in.artifact,
+				Version: ver, Line: line, Evidence: "its file name (version " + rest + ")"}
+		}
+	}
+	if rest, ok := strings.CutPrefix(stem, "hudi-flink"); ok {
+		line, ver, ok := strings.Cut(rest, "-bundle-")
+		if ok && isLine(line) && ver != "" {
+			return &Stock{Path: p, Kind: StockIntegration, Name: "hudi-flink-bundle", Group: "org.apache.hudi", Artifact: "hudi-flink" + line + "-bundle",
 				Version: ver, Line: line, Evidence: "its file name"}
 		}
 	}
@@ -237,9 +324,20 @@ func stockFix(s *Stock, release, line string) string {
 		return fmt.Sprintf("install %s:%s:%s in its place (the module of the host's release)", s.Group, s.Artifact, release)
 	case StockConnector:
 		return fmt.Sprintf("install a release of %s:%s built for Flink %s (version <connector version>-%s) in its place", s.Group, s.Artifact, line, line)
-	default:
-		return fmt.Sprintf("install %s:%s-%s (a release built for Flink %s) in its place", s.Group, s.Name, line, line)
 	}
+	switch s.Name {
+	case "flink-connector-starrocks":
+		return fmt.Sprintf("install %s:%s:<version>_flink-%s (a release built for Flink %s) in its place", s.Group, s.Name, line, line)
+	case "hudi-flink-bundle":
+		return fmt.Sprintf("install %s:hudi-flink%s-bundle (a release built for Flink %s) in its place", s.Group, line, line)
+	}
+	if s.Kind == StockCDC {
+		if cdc := cdcFor(line); len(cdc) > 0 {
+			return fmt.Sprintf("install org.apache.flink:%s of Flink CDC %s (built against Flink %s) in its place", s.Artifact, strings.Join(cdc, " or "), line)
+		}
+		return fmt.Sprintf("no Flink CDC release this entrypoint knows is built against Flink %s: run %s on Flink %s, the release it is built for", line, s.Artifact, s.Line)
+	}
+	return fmt.Sprintf("install %s:%s-%s (a release built for Flink %s) in its place", s.Group, s.Name, line, line)
 }
 
 // lineMajor is the major of a line or release, -1 when it has none.

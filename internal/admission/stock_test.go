@@ -244,3 +244,59 @@ func TestParseStockVersion(t *testing.T) {
 		assert.Equal(t, *want, got, s)
 	}
 }
+
+// The ecosystem's naming schemes (issue 28), from names and manifests only:
+// what a start reads. The manifests are the real JARs' (see
+// internal/realflink/testdata/ecosystem-coordinates.txt).
+func TestIdentifyEcosystemNames(t *testing.T) {
+	t.Parallel()
+	cdc := func(name, vendor, title, version string) *payload.JAR {
+		return jar(t, name, "Implementation-Vendor-Id", vendor, "Implementation-Title", title, "Implementation-Version", version)
+	}
+	for _, c := range []struct {
+		jar                              *payload.JAR
+		kind, group, artifact, ver, line string
+	}{
+		{cdc("flink-sql-connector-mysql-cdc-3.0.1.jar", "com.ververica", "flink-sql-connector-mysql-cdc", "3.0.1"), admission.StockCDC, "com.ververica", "flink-sql-connector-mysql-cdc", "3.0.1", "1.18"},
+		{cdc("cdc.jar", "org.apache.flink", "flink-sql-connector-postgres-cdc", "3.1.1"), admission.StockCDC, "org.apache.flink", "flink-sql-connector-postgres-cdc", "3.1.1", "1.18"},
+		{cdc("flink-sql-connector-mysql-cdc-3.5.0.jar", "org.apache.flink", "flink-sql-connector-mysql-cdc", "3.5.0"), admission.StockCDC, "org.apache.flink", "flink-sql-connector-mysql-cdc", "3.5.0", "1.20"},
+		{cdc("flink-sql-connector-mysql-cdc-3.3.0.jar", "org.apache.flink", "flink-sql-connector-mysql-cdc", "3.3.0"), admission.StockCDC, "org.apache.flink", "flink-sql-connector-mysql-cdc", "3.3.0", "1.19"},
+		{jar(t, "flink-connector-starrocks-1.2.10_flink-1.18.jar"), admission.StockIntegration, "com.starrocks", "flink-connector-starrocks", "1.2.10", "1.18"},
+		{jar(t, "hudi-flink1.20-bundle-1.0.2.jar"), admission.StockIntegration, "org.apache.hudi", "hudi-flink1.20-bundle", "1.0.2", "1.20"},
+		{jar(t, "flink-doris-connector-1.18-24.0.1.jar"), admission.StockIntegration, "org.apache.doris", "flink-doris-connector-1.18", "24.0.1", "1.18"},
+		{jar(t, "fluss-flink-1.20-0.7.0.jar"), admission.StockIntegration, "org.apache.fluss", "fluss-flink-1.20", "0.7.0", "1.20"},
+		{jar(t, "iceberg-flink-runtime-2.0-1.10.0.jar"), admission.StockIntegration, "org.apache.iceberg", "iceberg-flink-runtime-2.0", "1.10.0", "2.0"},
+	} {
+		s := admission.IdentifyStock(c.jar)
+		require.NotNil(t, s, c.jar.Path)
+		assert.Equal(t, []string{c.kind, c.group, c.artifact, c.ver, c.line}, []string{s.Kind, s.Group, s.Artifact, s.Version, s.Line}, c.jar.Path)
+	}
+	// Not these schemes: nothing said of a Flink line.
+	for _, j := range []*payload.JAR{
+		cdc("flink-sql-connector-mysql-cdc-2.4.2.jar", "com.ververica", "flink-sql-connector-mysql-cdc", "2.4.2"), // a CDC line not in the table
+		cdc("acme-cdc.jar", "com.acme", "flink-sql-connector-mysql-cdc", "3.0.1"),
+		jar(t, "flink-connector-starrocks-1.2.10_flink-x.jar"),
+		jar(t, "flink-connector-starrocks-_flink-1.18.jar"),
+		jar(t, "hudi-flink-bundle-1.0.2.jar"),
+		jar(t, "hudi-flink1.20-bundle-.jar"),
+	} {
+		assert.Nil(t, admission.IdentifyStock(j), j.Path)
+	}
+}
+
+// CDC 3.0.1 on a 2.2 host: another major, an error whose fix says no
+// Flink CDC release is built for it; StarRocks for 1.18 on 2.2 likewise,
+// with the fix in StarRocks' own version scheme.
+func TestEcosystemStockLine(t *testing.T) {
+	t.Parallel()
+	d := admission.Decide(withLib(t,
+		jar(t, "flink-sql-connector-mysql-cdc-3.0.1.jar", "Implementation-Vendor-Id", "com.ververica", "Implementation-Title", "flink-sql-connector-mysql-cdc", "Implementation-Version", "3.0.1"),
+		jar(t, "flink-connector-starrocks-1.2.10_flink-1.18.jar")))
+	fs := findings(d, "stock-line")
+	require.Len(t, fs, 2)
+	assert.Equal(t, admission.Error, fs[0].Severity)
+	assert.Contains(t, fs[0].Found, "Flink CDC 3.0 is built against Flink 1.18.0")
+	assert.Contains(t, fs[0].Fix, "no Flink CDC release this entrypoint knows is built against Flink 2.2")
+	assert.Equal(t, admission.Error, fs[1].Severity)
+	assert.Contains(t, fs[1].Fix, "com.starrocks:flink-connector-starrocks:<version>_flink-2.2")
+}

@@ -76,7 +76,7 @@ func ReadConfig(fsys fs.FS, s Settings, flinkVersion string) admission.Config {
 	}
 	c.Entries = append(fileEntries, DynamicProperties(s.Args)...)
 	if s.Getenv != nil {
-		for _, k := range []string{"GLIBC_TUNABLES", "ROCKSDB_MUSL_LIBC"} {
+		for _, k := range []string{"GLIBC_TUNABLES"} {
 			if v, ok := s.Getenv(k); ok {
 				c.Env[k] = v
 			}

@@ -13,6 +13,11 @@
 // does ReadConfig. The flat-key reading of Flink's scripts is a regular
 // expression of their own sed, since that is what they run.
 //
+// For the native libraries' rules it reads what the root offers the
+// dynamic loader (ReadLibs, native.go): ld.so.conf's and the system
+// directories, and the versions libraries define, with debug/elf; never
+// by running ldd or the loader.
+//
 // It reads; it does not judge. The same code reads a live container
 // (os.DirFS("/")), a test tree and a flattened image.
 package host
@@ -64,6 +69,12 @@ type Settings struct {
 	// compared with it (gatherBaked); Facts.Linkage says what came of it.
 	Baked bool
 
+	// Native asks for the ELF facts of the native libraries of the
+	// payloads for the host's platform (payload.Options.Native) and what
+	// the root offers them (ReadLibs), which the native-* rules judge;
+	// Deep implies it.
+	Native bool
+
 	// The process about to start, for the configuration it runs with
 	// (ReadConfig): its role (internal/roles' names; "" unknown) and its
 	// arguments, whose -D properties win over the config file.
@@ -73,6 +84,10 @@ type Settings struct {
 	// ReadJAR reads one JAR of fsys; nil: payload.Open. The image tooling
 	// answers from facts it read from the layers, without the bytes.
 	ReadJAR func(fsys fs.FS, name string, opt payload.Options) *payload.JAR
+	// ReadLibVersions reads the symbol versions a library of fsys defines
+	// (name relative to its root); nil: its ELF, with DefinedVersions.
+	// The image tooling answers from what it read of the layers.
+	ReadLibVersions func(fsys fs.FS, name string) ([]string, error)
 }
 
 // Progress tells which files a running Gather is reading, so a caller that
@@ -152,6 +167,10 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	}
 	f.Unlisted = slices.Concat(unlisted, unlistedUsrlib, unlistedPlugins)
 	all := append(append(append([]string(nil), names...), usrlib...), plugins...)
+	native := ""
+	if s.Native || s.Deep {
+		native = f.Platform.Name()
+	}
 	var verdict *bakedFile
 	fingerprinted := 0 // how many of all are fingerprinted: lib and usrlib, with a verdict to compare
 	if s.Baked && !s.Deep {
@@ -159,7 +178,7 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 			fingerprinted = len(names) + len(usrlib)
 		}
 	}
-	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, progress, fingerprinted)
+	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, native, len(names), progress, fingerprinted)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +188,13 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	release := distVersion(f.Classpath)
 	f.JDK = jdkAsFlink(fsys, s, release)
 	f.Config = ReadConfig(fsys, s, release)
+	if native != "" {
+		release := ""
+		if f.JDK.Err == nil {
+			release = f.JDK.Source
+		}
+		f.Libs = ReadLibs(fsys, f.Platform.Arch, release, f.Classpath, s.ReadLibVersions)
+	}
 	switch {
 	case s.Deep:
 		f.Deep = gatherDeep(ctx, fsys, s, f)
@@ -208,8 +234,10 @@ func distVersion(jars []*payload.JAR) string {
 func isDist(name string) bool { return admission.IsDist(path.Base(name)) }
 
 // readAll reads every JAR, a few at a time, keeping their order; the
-// first fingerprinted of them with their fingerprints.
-func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, progress *Progress, fingerprinted int) ([]*payload.JAR, error) {
+// first nativeUpTo with the ELF facts of their native libraries for the
+// platform native (when not empty), the first fingerprinted with their
+// fingerprints.
+func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, native string, nativeUpTo int, progress *Progress, fingerprinted int) ([]*payload.JAR, error) {
 	if workers <= 0 {
 		workers = 2
 	}
@@ -225,7 +253,11 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read 
 			defer wg.Done()
 			for i := range next {
 				progress.begin("/" + names[i])
-				out[i] = read(fsys, names[i], payload.Options{Properties: isDist(names[i]), Fingerprint: i < fingerprinted})
+				opt := payload.Options{Properties: isDist(names[i]), Fingerprint: i < fingerprinted}
+				if i < nativeUpTo { // the classpath's: those the JVM loads libraries of
+					opt.Native = native
+				}
+				out[i] = read(fsys, names[i], opt)
 				progress.end("/" + names[i])
 			}
 		}()

@@ -42,28 +42,6 @@ const (
 	PayloadMode    = 0o644
 )
 
-// ImageEnv is the environment every StreamFusion image sets (the
-// Dockerfile's ENV): static TLS room for the native libraries, and glibc
-// builds of RocksDB.
-var ImageEnv = []string{"GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072", "ROCKSDB_MUSL_LIBC=false"}
-
-// withEnv sets variables the image's Env does not set yet.
-func withEnv(img v1.Image, env []string) (v1.Image, error) {
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	c := cf.Config
-	c.Env = append([]string(nil), c.Env...)
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if _, set := config.Lookup(c.Env, k); !set {
-			c.Env = append(c.Env, kv)
-		}
-	}
-	return mutate.Config(img, c)
-}
-
 // Annotations added to baked manifests.
 const (
 	AnnotationBaseName   = "org.opencontainers.image.base.name"
@@ -131,12 +109,12 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	sel := newSelection(c)
+	sel := newSelection(c, cfg.Architecture)
 	if opt.DeepVerdict {
 		opt.Read.Deep = true
 	}
 	if opt.Read.deepWanted(c) {
-		if opt.Read.keep, err = newKeeper(opt.Read.TempDir); err != nil {
+		if opt.Read.keep, err = newKeeper(opt.Read.TempDir, opt.Read.Budget); err != nil {
 			return nil, nil, err
 		}
 		defer opt.Read.keep.remove()
@@ -173,7 +151,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	v := merge(all)
 	if opt.Read.keep == nil && opt.Read.deepWanted(bc) {
 		// The base's settings did not ask for the deep check, the baked image's do.
-		if opt.Read.keep, err = newKeeper(opt.Read.TempDir); err != nil {
+		if opt.Read.keep, err = newKeeper(opt.Read.TempDir, opt.Read.Budget); err != nil {
 			return nil, nil, err
 		}
 		defer opt.Read.keep.remove()
@@ -241,9 +219,6 @@ func bakedImage(base v1.Image, layer []byte, opt BakeOptions) (v1.Image, error) 
 		Created: created, CreatedBy: "streamfusion bake", Comment: "StreamFusion entrypoint and payloads",
 	}})
 	if err != nil {
-		return nil, err
-	}
-	if img, err = withEnv(img, ImageEnv); err != nil {
 		return nil, err
 	}
 	if img, err = mutate.CreatedAt(img, created); err != nil {

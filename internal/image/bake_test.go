@@ -149,6 +149,14 @@ func TestBakeKeepsTheBase(t *testing.T) {
 					Payloads: testPayloads(testkit.LineOf(flink)), Read: VerifyOptions{TempDir: dir}})
 				require.NoError(t, err)
 
+				// The base's environment, nothing added: no GLIBC_TUNABLES
+				// (docs/glibc-tunables.md).
+				baseCfg, err := src.Image.ConfigFile()
+				require.NoError(t, err)
+				bakedCfg, err := baked.ConfigFile()
+				require.NoError(t, err)
+				assert.Equal(t, baseCfg.Config.Env, bakedCfg.Config.Env)
+
 				baseLayers, err := src.Image.Layers()
 				require.NoError(t, err)
 				bakedLayers, err := baked.Layers()

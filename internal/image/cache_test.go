@@ -96,7 +96,7 @@ func TestCacheIsNeverTrustedAcrossVersions(t *testing.T) {
 
 	cfg, err := img.ConfigFile()
 	require.NoError(t, err)
-	sel := newSelection(mustConfig(t, cfg.Config.Env))
+	sel := newSelection(mustConfig(t, cfg.Config.Env), cfg.Architecture)
 	for _, d := range cfg.RootFS.DiffIDs {
 		key := cacheKey(d.String(), sel)
 		data, ok := cache.Get(key)

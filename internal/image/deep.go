@@ -21,6 +21,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
 
 // Bounds on what the deep check reads of one image. A hostile image (a
@@ -63,8 +64,17 @@ type deepFS struct {
 }
 
 type diskFile struct {
-	path string
-	size int64
+	path    string
+	size    int64
+	release func() // gives back the file's reservation of the budget; nil: none
+}
+
+// drop removes a kept file early and releases its reservation.
+func (f diskFile) drop() {
+	_ = os.Remove(f.path)
+	if f.release != nil {
+		f.release()
+	}
 }
 
 var _ fs.ReadLinkFS = (*deepFS)(nil)
@@ -77,10 +87,12 @@ var _ fs.ReadLinkFS = (*deepFS)(nil)
 // Verify and Bake make one when the check is deep and remove its
 // directory, with every copy in it, before they return.
 type keeper struct {
-	dir   string
-	mu    sync.Mutex
-	files map[keptKey]diskFile // path "" while being written
-	bytes int64
+	dir      string
+	budget   *spool.Budget
+	mu       sync.Mutex
+	files    map[keptKey]diskFile // path "" while being written
+	bytes    int64
+	releases []func() // the budget's reservations of the files below dir
 }
 
 type keptKey struct {
@@ -88,23 +100,45 @@ type keptKey struct {
 	name  string
 }
 
-func newKeeper(tempDir string) (*keeper, error) {
+func newKeeper(tempDir string, budget *spool.Budget) (*keeper, error) {
 	dir, err := os.MkdirTemp(tempDir, "streamfusion-deep-*")
 	if err != nil {
 		return nil, fmt.Errorf("the deep check's temporary directory: %w", err)
 	}
-	return &keeper{dir: dir, files: map[keptKey]diskFile{}}, nil
+	return &keeper{dir: dir, budget: budget, files: map[keptKey]diskFile{}}, nil
 }
 
-// remove deletes the directory and every copy in it.
+// remove deletes the directory and every copy in it, and releases their
+// reservations of the budget.
 func (k *keeper) remove() {
-	if k != nil {
-		_ = os.RemoveAll(k.dir)
+	if k == nil {
+		return
+	}
+	_ = os.RemoveAll(k.dir)
+	k.mu.Lock()
+	releases := k.releases
+	k.releases = nil
+	k.mu.Unlock()
+	for _, r := range releases {
+		r()
 	}
 }
 
+// reserve reserves size bytes of the budget for a copy below the
+// keeper's directory, released by remove (or earlier by the copy's drop).
+func (k *keeper) reserve(ctx context.Context, size int64, what string) (func(), error) {
+	release, err := k.budget.Reserve(ctx, size, what)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.releases = append(k.releases, release)
+	k.mu.Unlock()
+	return release, nil
+}
+
 // keep copies the JAR name of layer from ra, size bytes long.
-func (k *keeper) keep(layer int, name string, ra io.ReaderAt, size int64) error {
+func (k *keeper) keep(ctx context.Context, layer int, name string, ra io.ReaderAt, size int64) error {
 	if k == nil {
 		return nil
 	}
@@ -117,11 +151,15 @@ func (k *keeper) keep(layer int, name string, ra io.ReaderAt, size int64) error 
 	k.bytes += size
 	k.files[key] = diskFile{}
 	k.mu.Unlock()
+	release, err := k.reserve(ctx, size, "/"+name+" (the deep check's copy)")
+	if err != nil {
+		return err
+	}
 	f, err := os.CreateTemp(k.dir, "jar-*")
 	if err != nil {
 		return fmt.Errorf("keep /%s for the deep check: %w", name, err)
 	}
-	_, err = io.Copy(f, io.NewSectionReader(ra, 0, size))
+	_, err = io.Copy(f, &ctxReader{ctx: ctx, r: io.NewSectionReader(ra, 0, size)})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -129,7 +167,7 @@ func (k *keeper) keep(layer int, name string, ra io.ReaderAt, size int64) error 
 		return fmt.Errorf("keep /%s for the deep check: %w", name, err)
 	}
 	k.mu.Lock()
-	k.files[key] = diskFile{path: f.Name(), size: size}
+	k.files[key] = diskFile{path: f.Name(), size: size, release: release}
 	k.mu.Unlock()
 	return nil
 }
@@ -296,7 +334,7 @@ func (o VerifyOptions) readDeep(ctx context.Context, layers []v1.Layer, diffIDs 
 				delete(wanted, key.layer)
 			}
 		} else if df.path != "" {
-			_ = os.Remove(df.path)
+			df.drop()
 		}
 	}
 	clear(o.keep.files)
@@ -362,6 +400,10 @@ func (o VerifyOptions) copyJARs(ctx context.Context, d *deepFS, layers []v1.Laye
 		if hd.Size != size {
 			return fail(fmt.Errorf("%w: /%s is %d bytes, %d when the layer was first read", ErrLayer, n, hd.Size, size))
 		}
+		release, err := o.keep.reserve(ctx, size, "/"+n+" (the deep check's copy)")
+		if err != nil {
+			return fail(err)
+		}
 		f, err := os.CreateTemp(o.keep.dir, "jar-*")
 		if err != nil {
 			return fail(err)
@@ -373,7 +415,7 @@ func (o VerifyOptions) copyJARs(ctx context.Context, d *deepFS, layers []v1.Laye
 		if err != nil {
 			return fail(fmt.Errorf("copy /%s: %w", n, err))
 		}
-		d.files[n] = diskFile{path: f.Name(), size: size}
+		d.files[n] = diskFile{path: f.Name(), size: size, release: release}
 	}
 	if _, err := io.Copy(h, r); err != nil {
 		return fail(fmt.Errorf("read tar: %w", err))
@@ -435,7 +477,7 @@ func (o VerifyOptions) placeJobJARs(d *deepFS, v *view, usrlib string, b *budget
 			return fmt.Errorf("job JAR %s: %w", j.Path, err)
 		}
 		name := dir + "/" + j.Name
-		facts := jarFactsOf(f, info.Size(), "/"+name)
+		facts := jarFactsOf(f, info.Size(), "/"+name, "") // usrlib: the JVM loads no payload libraries from job JARs
 		f.Close()
 		if err := b.add(name, info.Size(), facts.Entries); err != nil {
 			return fmt.Errorf("job JAR %s: %w", j.Path, err)

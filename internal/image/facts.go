@@ -23,11 +23,12 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
 
 // factsVersion is the format of layer facts; a cached record of another
 // version is never read (it is in the key and in the record).
-const factsVersion = 5
+const factsVersion = 6
 
 // Bounds on what one layer's facts hold.
 const (
@@ -48,9 +49,10 @@ type node struct {
 	ModTime int64     `json:"mt,omitempty"`
 	Link    string    `json:"l,omitempty"`
 	Size    int64     `json:"s,omitempty"`
-	Data    []byte    `json:"d,omitempty"` // a small wanted file, at most maxSmall+1 bytes of it
-	JAR     *jarFacts `json:"j,omitempty"` // a file below lib, usrlib or plugins, read as a JAR
-	Skipped bool      `json:"x,omitempty"` // a regular file kept only for what it hides
+	Data    []byte    `json:"d,omitempty"`  // a small wanted file, at most maxSmall+1 bytes of it
+	JAR     *jarFacts `json:"j,omitempty"`  // a file below lib, usrlib or plugins, read as a JAR
+	Lib     *libFacts `json:"lb,omitempty"` // a C or C++ runtime library in the loader's search path
+	Skipped bool      `json:"x,omitempty"`  // a regular file kept only for what it hides
 	// Implied is a directory the layer has no entry for, holding files the
 	// scan left out: the runtime creates it (or keeps a lower layer's), and
 	// links through it must resolve.
@@ -81,6 +83,7 @@ type jarFacts struct {
 	Logging      string            `json:"logging,omitempty"`
 	Properties   map[string]string `json:"properties,omitempty"`
 	EmbeddedCore string            `json:"embeddedCore,omitempty"`
+	ELF          []payload.Native  `json:"elf,omitempty"`
 	Nested       *jarFacts         `json:"nested,omitempty"`
 	Streamed     bool              `json:"streamed,omitempty"`
 	// NoProps is the read without the properties entry, when it differs
@@ -94,7 +97,7 @@ func toFacts(j *payload.JAR) *jarFacts {
 	}
 	f := &jarFacts{Size: j.Size, Entries: j.Entries, ClassMark: j.ClassMark, MetaMark: j.MetaMark,
 		NativeMark: j.NativeMark, NativeCount: j.NativeCount, Native: j.Native, Logging: j.Logging,
-		Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed}
+		Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
 	if j.Err != nil {
 		f.Err = j.Err.Error()
 	}
@@ -120,7 +123,7 @@ func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
 	}
 	j := &payload.JAR{Path: p, Size: f.Size, Entries: f.Entries, ClassMark: f.ClassMark, MetaMark: f.MetaMark,
 		NativeMark: f.NativeMark, NativeCount: f.NativeCount, Native: f.Native, Logging: f.Logging,
-		EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed}
+		EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed, ELF: f.ELF}
 	if target != p {
 		j.Target = target
 	}
@@ -146,11 +149,19 @@ type selection struct {
 	dirs  []string        // payload directories, relative, with a trailing slash
 	small map[string]bool // files kept whole
 	jars  map[string]bool // files outside dirs read as JARs: targets of links in them
+
+	// native is the image's platform (linux-x86_64): the ELF facts of
+	// the payloads' libraries for it are read (payload.Options.Native),
+	// and the loader's search path is kept (native.go).
+	native  string
+	libDirs map[string]bool // directories whose libraries are kept
 }
 
-func newSelection(c config.Config) *selection {
+func newSelection(c config.Config, arch string) *selection {
 	rel := func(p string) string { return strings.TrimPrefix(path.Clean("/"+p), "/") + "/" }
+	native, libDirs := nativeSelection(c, arch)
 	return &selection{
+		native: native, libDirs: libDirs,
 		dirs: []string{rel(c.LibDir), rel(path.Join(path.Dir(path.Clean(c.LibDir)), "usrlib")), rel(c.PluginsDir)},
 		small: map[string]bool{
 			strings.TrimPrefix(EntrypointPath, "/"): true,
@@ -174,7 +185,8 @@ func (s *selection) key() string {
 		jars = append(jars, k)
 	}
 	sort.Strings(jars)
-	sum := sha256.Sum256([]byte(strings.Join(s.dirs, "\x00") + "\x01" + strings.Join(small, "\x00") + "\x01" + strings.Join(jars, "\x00")))
+	sum := sha256.Sum256([]byte(strings.Join(s.dirs, "\x00") + "\x01" + strings.Join(small, "\x00") + "\x01" + strings.Join(jars, "\x00") +
+		"\x01" + s.native + "\x01" + strings.Join(slices.Sorted(maps.Keys(s.libDirs)), "\x00")))
 	return hex.EncodeToString(sum[:8])
 }
 
@@ -182,8 +194,11 @@ func (s *selection) keep(name string) (k keeping, asJAR bool) {
 	if s.inDirs(name) || s.jars[name] {
 		return contents, true
 	}
-	if s.small[name] {
+	if s.small[name] || isLdConf(name) {
 		return contents, false
+	}
+	if s.libDirs[path.Dir(name)] && strings.Contains(path.Base(name), ".so") {
+		return presence, false
 	}
 	base := path.Base(name)
 	switch {
@@ -217,6 +232,15 @@ type scanner struct {
 	implied map[string]bool // directories of the files the scan left out
 	keep    *keeper         // when set, keeps a copy of every JAR read, for the deep check
 	layer   int             // the index of the layer scanned, for keep
+	budget  *spool.Budget   // reserved for the spool file's bytes while it holds a JAR
+}
+
+// context is the scan's context (never cancelled without one).
+func (s *scanner) context() context.Context {
+	if s.ctx == nil {
+		return context.Background()
+	}
+	return s.ctx
 }
 
 func (s *scanner) close() {
@@ -351,6 +375,12 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 				return fmt.Errorf("read /%s: %w", name, err)
 			}
 			n.JAR = j
+		case keep == presence && s.sel.libDirs[strings.TrimSuffix(dir, "/")] && runtimeLib(base):
+			lib, err := s.readLib(tr, h.Size)
+			if err != nil {
+				return fmt.Errorf("read /%s: %w", name, err)
+			}
+			n.Lib = lib
 		case keep == contents && name == strings.TrimPrefix(EntrypointPath, "/"):
 			data, err := condenseEntrypoint(tr)
 			if err != nil {
@@ -422,6 +452,11 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 		}
 		ra = bytes.NewReader(b)
 	} else {
+		release, err := s.budget.Reserve(s.context(), size, p)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		if s.spool == nil {
 			f, err := os.CreateTemp(s.tempDir, "streamfusion-jar-*")
 			if err != nil {
@@ -437,23 +472,26 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 		if _, err := s.spool.Seek(0, io.SeekStart); err != nil {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
-		if _, err := io.CopyN(s.spool, r, size); err != nil {
+		// Empty again when the JAR is read, so that the reservation
+		// released then matches what is on disk.
+		defer func() { _ = s.spool.Truncate(0) }()
+		if _, err := io.CopyN(s.spool, &ctxReader{ctx: s.context(), r: r}, size); err != nil {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
 		ra = s.spool
 	}
-	if err := s.keep.keep(s.layer, strings.TrimPrefix(p, "/"), ra, size); err != nil {
+	if err := s.keep.keep(s.context(), s.layer, strings.TrimPrefix(p, "/"), ra, size); err != nil {
 		return nil, err
 	}
-	return jarFactsOf(ra, size, p), nil
+	return jarFactsOf(ra, size, p, s.sel.native), nil
 }
 
 // jarFactsOf reads the JAR in ra, size bytes long, as the JAR at p.
-func jarFactsOf(ra io.ReaderAt, size int64, p string) *jarFacts {
-	j := payload.Read(ra, size, p, payload.Options{Properties: true})
+func jarFactsOf(ra io.ReaderAt, size int64, p, native string) *jarFacts {
+	j := payload.Read(ra, size, p, payload.Options{Properties: true, Native: native})
 	f := toFacts(j)
 	if j.Err != nil {
-		if k := payload.Read(ra, size, p, payload.Options{}); (k.Err == nil) != (j.Err == nil) || k.Err.Error() != j.Err.Error() {
+		if k := payload.Read(ra, size, p, payload.Options{Native: native}); (k.Err == nil) != (j.Err == nil) || k.Err.Error() != j.Err.Error() {
 			f.NoProps = toFacts(k)
 		}
 	}

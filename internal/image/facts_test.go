@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -32,6 +33,24 @@ import (
 // go-containerregistry (imagekit.Files), read by the entrypoint's own
 // code. It sees every file, so a file host.Gather reads that the scan
 // does not keep shows as a difference.
+// nativeLibs are the gcc-built fixtures (testkit.NativeFixtures), built
+// once; gcc is what `go test -race` needs anyway.
+var nativeLibs = sync.OnceValues(func() (map[string][]byte, error) {
+	dir, err := os.MkdirTemp("", "sf-native-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	return testkit.NativeFixtures(dir)
+})
+
+func nativeLib(t *testing.T, name string) []byte {
+	t.Helper()
+	libs, err := nativeLibs()
+	require.NoError(t, err, "the native library fixtures need gcc")
+	return libs[name]
+}
+
 func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	t.Helper()
 	cfg, err := img.ConfigFile()
@@ -41,6 +60,7 @@ func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	fsys, err := imagekit.Files(img)
 	require.NoError(t, err)
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
+	s.Native = true // as Verify: the native-* rules' facts too
 	s.Baked = false // as verify reads: no baked verdict applied (its facts hold no bytes to fingerprint)
 	f, err := host.Gather(context.Background(), fsys, s, nil)
 	require.NoError(t, err)
@@ -138,6 +158,19 @@ func TestVerifyFromFactsAgreesWithWholeFiles(t *testing.T) {
 			{Name: "opt/flink/lib/streamfusion-avro.jar", Link: "../opt/streamfusion-avro.jar"},
 			{Name: "opt/flink/opt/streamfusion-avro.jar", Data: testkit.Extension("avro", "1.18", "0.1.0").Bytes()},
 		}},
+		// The native-* rules' facts: the payloads' ELF, ld.so.conf, a
+		// runtime library reached through links (merged /usr, a soname
+		// link), as Debian lays them out.
+		"native libraries and the runtime's": {dist: testkit.Good("2.2.1").With(
+			testkit.Placed{Name: "streamfusion-ops-0.1.0.jar", Payload: testkit.NativePayload("ops", "2.2", "0.1.0", testkit.NativeNewGlibc, nativeLib(t, testkit.NativeNewGlibc))},
+			testkit.Placed{Name: "streamfusion-tls-0.1.0.jar", Payload: testkit.NativePayload("tls", "2.2", "0.1.0", testkit.NativeMissing, nativeLib(t, testkit.NativeMissing))}),
+			extra: []imagekit.Entry{
+				{Name: "lib", Link: "usr/lib"},
+				{Name: "usr/lib/x86_64-linux-gnu/libc.so.6", Link: "libc-2.36.so"},
+				{Name: "usr/lib/x86_64-linux-gnu/libc-2.36.so", Data: nativeLib(t, testkit.StubLibc236)},
+				{Name: "etc/ld.so.conf", Data: []byte("include /etc/ld.so.conf.d/*.conf\n")},
+				{Name: "etc/ld.so.conf.d/x86_64-linux-gnu.conf", Data: []byte("/usr/local/lib/x86_64-linux-gnu\n/lib/x86_64-linux-gnu\n")},
+			}},
 		"whited out by an upper layer": {dist: testkit.Good("2.2.1"), upper: []imagekit.Entry{
 			{Name: "opt/flink/lib/" + testkit.Core("2.2", "0.1.0").FileName(), Whiteout: true},
 			{Name: "opt/flink/plugins", Opaque: true},
@@ -165,7 +198,7 @@ func TestScanChecksTheDiffID(t *testing.T) {
 	tw := tar.NewWriter(&buf)
 	require.NoError(t, tw.WriteHeader(&tar.Header{Name: "etc/x", Typeflag: tar.TypeReg, Mode: 0o644}))
 	require.NoError(t, tw.Close())
-	s := &scanner{sel: newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"})}
+	s := &scanner{sel: newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"}, "")}
 	_, err := s.scan(bytes.NewReader(buf.Bytes()), "sha256:"+string(bytes.Repeat([]byte("0"), 64)))
 	require.ErrorIs(t, err, ErrLayer)
 	assert.Contains(t, err.Error(), "its config says sha256:000")
@@ -197,7 +230,7 @@ func FuzzScanLayer(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add(rawTar(f, &tar.Header{Name: "opt/flink/lib", Typeflag: tar.TypeSymlink, Linkname: "/opt/flink/lib/x"},
 		&tar.Header{Name: "a", Typeflag: tar.TypeSymlink, Linkname: "b"}, &tar.Header{Name: "b", Typeflag: tar.TypeSymlink, Linkname: "/a"}))
-	sel := newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal})
+	sel := newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal}, "")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := &scanner{sel: sel, tempDir: t.TempDir()}
 		defer s.close()
@@ -247,7 +280,7 @@ func TestScanHashesThePaddingAfterTheArchive(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, len(data)%10240, "GNU tar pads to 10 KiB records")
 	sum := sha256.Sum256(data)
-	s := &scanner{sel: newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"})}
+	s := &scanner{sel: newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"}, "")}
 	_, err = s.scan(bytes.NewReader(data), "sha256:"+hex.EncodeToString(sum[:]))
 	require.NoError(t, err)
 }

@@ -145,7 +145,11 @@ func (v *view) readJAR(fsys fs.FS, name string, opt payload.Options) *payload.JA
 	if f == nil {
 		return payload.Open(fsys, name, opt) // a file outside the payload directories: a stand-in
 	}
-	return f.jar("/"+name, "/"+target, opt.Properties)
+	j := f.jar("/"+name, "/"+target, opt.Properties)
+	if opt.Native == "" {
+		j.ELF = nil // read for every JAR of the payload directories; asked for only of lib's
+	}
+	return j
 }
 
 // tarEntries yields the entries of a tar stream, front to back; a read error

@@ -18,7 +18,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
 
-var flinkSel = newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal})
+var flinkSel = newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal}, "")
 
 // mergedView reads the layers of img into facts and merges them, as
 // Verify and Bake do.

@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
+	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
 
 // Update is the progress of one layer: Done of Total bytes of its blob
@@ -37,6 +38,11 @@ type VerifyOptions struct {
 	TempDir string
 	// Workers is the number of layers read at once; 0: 2.
 	Workers int
+	// Budget bounds the bytes written below TempDir at once: each large
+	// JAR spooled while its layer is read and each copy the deep check
+	// keeps is reserved before it is written, waiting while it does not
+	// fit, and released when the file is removed. nil: unbounded.
+	Budget *spool.Budget
 
 	// Deep runs the deep check as well (shadowing, linkage-*,
 	// bytecode-version): the JARs of lib and usrlib the merged image ends
@@ -117,7 +123,7 @@ func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selecti
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := &scanner{ctx: ctx, sel: sel, tempDir: o.TempDir, keep: o.keep}
+			s := &scanner{ctx: ctx, sel: sel, tempDir: o.TempDir, keep: o.keep, budget: o.Budget}
 			defer s.close()
 			for i := range next {
 				out[i], errs[i] = o.layer(s, i, layers, diffIDs[i].String(), report)

@@ -180,9 +180,9 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	sel := newSelection(c)
+	sel := newSelection(c, cfg.Architecture)
 	if o.deepWanted(c) {
-		if o.keep, err = newKeeper(o.TempDir); err != nil {
+		if o.keep, err = newKeeper(o.TempDir, o.Budget); err != nil {
 			return nil, err
 		}
 		defer o.keep.remove()
@@ -229,6 +229,8 @@ func (o VerifyOptions) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFil
 func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view, d *deepFS, more ...admit.Rule) (*Result, error) {
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
 	s.ReadJAR = v.readJAR
+	s.ReadLibVersions = v.readLibVersions
+	s.Native = true // the native-* rules, always: the ELF facts came with the layers
 	s.Deep = d != nil
 	s.Baked = false // the facts hold no bytes to fingerprint: the image's deep check is d's
 	var root fs.FS = v.fsys

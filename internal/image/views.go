@@ -226,11 +226,11 @@ func (o VerifyOptions) prepare(ctx context.Context, img v1.Image, k *kept) error
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	o.JobJARs, o.Deep = nil, true
-	if o.keep, err = newKeeper(o.TempDir); err != nil {
+	if o.keep, err = newKeeper(o.TempDir, o.Budget); err != nil {
 		return err
 	}
 	k.keep = o.keep
-	facts, v, err := o.readAll(ctx, img, newSelection(c))
+	facts, v, err := o.readAll(ctx, img, newSelection(c, cfg.Architecture))
 	if err == nil {
 		k.d, err = o.deep(ctx, img, cfg, facts, v, c.LibDir)
 	}

@@ -58,7 +58,7 @@ func (s *selection) widen(v *view) *selection {
 			dirs = append(dirs, target+"/")
 		}
 	}
-	wider := &selection{dirs: dirs, small: maps.Clone(s.small), jars: maps.Clone(s.jars)}
+	wider := &selection{dirs: dirs, small: maps.Clone(s.small), jars: maps.Clone(s.jars), native: s.native, libDirs: s.libDirs}
 	if wider.jars == nil {
 		wider.jars = map[string]bool{}
 	}

@@ -29,20 +29,18 @@ func (OS) Mkdir(name string) error { return os.Mkdir(name, 0o755) } //nolint:gos
 
 // WriteFile implements FileOps: the file is complete on disk when it returns.
 func (OS) WriteFile(name string, data []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644) //nolint:gosec // lib JARs are read by Flink's user, as the distribution's own are
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	return errors.Join(err, f.Close())
+	return writeSynced(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644, data) // lib JARs are read by Flink's user, as the distribution's own are
 }
 
 // Append implements FileOps: the bytes are on disk when it returns.
 func (OS) Append(name string, data []byte) error {
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+	return writeSynced(name, os.O_WRONLY|os.O_APPEND, 0, data)
+}
+
+// writeSynced opens name with flag, writes data and fsyncs it; the first
+// error wins, and the file is closed whatever happened.
+func writeSynced(name string, flag int, perm os.FileMode, data []byte) error {
+	f, err := os.OpenFile(name, flag, perm) //nolint:gosec // paths below lib, chosen by the install plan
 	if err != nil {
 		return err
 	}

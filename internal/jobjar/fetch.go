@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
 
 // Defaults.
@@ -73,6 +75,10 @@ type Options struct {
 	AnyHost bool
 	// TempDir is where JARs are written ("": os.TempDir()).
 	TempDir string
+	// Budget bounds the bytes of TempDir in use: a JAR reserves its
+	// Content-Length (MaxBytes when the server sends none) before its
+	// body is read, until Close. nil: unbounded.
+	Budget *spool.Budget
 	// UserAgent of the requests.
 	UserAgent string
 	// MaxKnown bounds the URIs whose ETag or Last-Modified is remembered
@@ -193,6 +199,8 @@ type JAR struct {
 	Path   string
 	SHA256 string // hex
 	Size   int64
+
+	release func() // the budget's reservation for the file
 }
 
 // Close removes the file.
@@ -202,6 +210,9 @@ func (j *JAR) Close() error {
 	}
 	err := os.Remove(j.Path)
 	j.Path = ""
+	if j.release != nil {
+		j.release()
+	}
 	return err
 }
 
@@ -253,10 +264,20 @@ func (f *Fetcher) Fetch(ctx context.Context, u *url.URL, h http.Header, conditio
 	if resp.ContentLength > f.opts.MaxBytes {
 		return nil, fmt.Errorf("fetch %s: %w: the server says %s, the limit is %s", redact(u), ErrTooLarge, Size(resp.ContentLength), Size(f.opts.MaxBytes))
 	}
+	want := resp.ContentLength
+	if want < 0 {
+		want = f.opts.MaxBytes
+	}
+	release, err := f.opts.Budget.Reserve(ctx, want, "the job JAR "+redact(u))
+	if err != nil {
+		return nil, fmt.Errorf("fetch %s: %w", redact(u), err)
+	}
 	j, err := f.spool(resp.Body, u)
 	if err != nil {
+		release()
 		return nil, err
 	}
+	j.release = release
 	j.Name = name
 	f.Stats.Downloads.Add(1)
 	f.remember(uri, known{etag: resp.Header.Get("ETag"), lastModified: resp.Header.Get("Last-Modified"), sha256: j.SHA256, size: j.Size})

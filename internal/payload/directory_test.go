@@ -74,7 +74,7 @@ func TestDirectoryRecordRefused(t *testing.T) {
 		}), "compression method 12"},
 		{"local header offset past the data", manifestRecord(func(b []byte, at int) {
 			binary.LittleEndian.PutUint32(b[at+42:], uint32(len(b)))
-		}), "outside the 2000-byte file"},
+		}), "outside the 2016-byte file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

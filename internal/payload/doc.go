@@ -21,5 +21,9 @@
 // matters here (it checks CRCs and entry counts, and trusts end records and
 // directory offsets the JVM does not).
 //
+// The native libraries of a payload are read, when asked for
+// (Options.Native), with the standard library's debug/elf: each inflated
+// alone within a byte budget, and only their facts kept (native.go).
+//
 // It knows ZIP and JAR; it does not know the admission rules.
 package payload

@@ -17,6 +17,7 @@ const (
 	ManifestName         = "META-INF/MANIFEST.MF"
 	VersionProperties    = ".flink-runtime.version.properties"
 	EmbeddedCoreAttr     = "StreamFusion-Embedded-Core"
+	platformsAttr        = "StreamFusion-Native-Platforms"
 	classPrefix          = "tech/streamfusion/"
 	metaPrefix           = "META-INF/streamfusion/"
 	nativePrefix         = "libstreamfusion"
@@ -57,6 +58,10 @@ type JAR struct {
 	// Logging is the first entry under org/slf4j/, if any.
 	Logging string
 
+	// ELF are the facts of the native libraries read for Options.Native,
+	// in directory order; nil when not asked for or none qualify.
+	ELF []Native
+
 	// Properties of .flink-runtime.version.properties at the root, when
 	// the read asked for them and the entry exists.
 	Properties map[string]string
@@ -75,6 +80,14 @@ type JAR struct {
 type Options struct {
 	Properties  bool // read .flink-runtime.version.properties (flink-dist)
 	Fingerprint bool // take the JAR's Fingerprint (a baked deep verdict is compared)
+
+	// Native, a platform as StreamFusion-Native-Platforms spells it
+	// (linux-x86_64), asks for the ELF facts (JAR.ELF) of the .so
+	// libraries of a JAR whose StreamFusion-Native-Platforms lists it,
+	// except those whose path names another platform; a nested core's are
+	// never read (only its manifest is judged). The libraries are
+	// inflated one at a time, within MaxNativeBytes and NativeBudget.
+	Native string
 
 	known *known // a manifest another reading of the same bytes already read
 }
@@ -169,6 +182,9 @@ func (j *JAR) scan(r io.ReaderAt, size int64, opt Options, depth int) error {
 		}
 		j.Properties = ParseProperties(data)
 	}
+	if len(c.elf) > 0 && depth == 0 && j.Manifest != nil && j.Manifest.lists(platformsAttr, opt.Native) {
+		j.readNatives(d, c.elf)
+	}
 	return j.resolveNested(d, &c, depth)
 }
 
@@ -179,6 +195,7 @@ type collector struct {
 	props    *entry  // .flink-runtime.version.properties
 	jars     []entry // candidates for the embedded core
 	overflow bool    // more candidates than kept
+	elf      []entry // native libraries to read for Options.Native
 }
 
 func keep(name []byte, e *entry) *entry {
@@ -231,6 +248,9 @@ func (j *JAR) collect(c *collector, name []byte, e *entry, opt Options) {
 		}
 		if j.NativeMark == "" && bytes.HasPrefix(base(name), []byte(nativePrefix)) {
 			j.NativeMark = string(name)
+		}
+		if opt.Native != "" && len(c.elf) < keepELF && isELFName(name) && !PlatformMismatch(string(name), opt.Native) {
+			c.elf = append(c.elf, *keep(name, e))
 		}
 	}
 }

@@ -90,7 +90,7 @@ func TestOwnLimits(t *testing.T) {
 			require.NoError(t, j.Err, "the loader itself reads")
 			require.NotNil(t, j.Nested)
 			return j.Nested
-		}, "stored entry has 1997 bytes packed but 1998 unpacked; its length is ambiguous"},
+		}, "stored entry has 2013 bytes packed but 2014 unpacked; its length is ambiguous"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

@@ -332,8 +332,7 @@ const (
 // StreamFusion host (a TaskManager with the Arrow options and the
 // environment StreamFusion images set).
 func TestRealConfigsGiveNoConfigFindings(t *testing.T) {
-	env := map[string]string{"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=131072", "ROCKSDB_MUSL_LIBC": "false",
-		"FLINK_ENV_JAVA_OPTS_TM": admission.ArrowOptions()}
+	env := map[string]string{"FLINK_ENV_JAVA_OPTS_TM": admission.ArrowOptions()}
 	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	for _, v := range []string{"2.2.0", "2.2.1", "1.18.1"} {
 		for _, c := range []struct {

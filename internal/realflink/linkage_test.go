@@ -145,7 +145,10 @@ func TestLinkageBreaks(t *testing.T) {
 		assert.Equal(t, "org/apache/flink/connector/kafka/source/reader/fetcher/KafkaSourceFetcherManager", f.Symbol.From)
 		assert.Equal(t, "method", f.Symbol.Kind)
 		assert.True(t, strings.HasSuffix(f.Symbol.JAR, "/flink-connector-kafka-3.2.0-1.18.jar"), f.Symbol.JAR)
-		assert.Equal(t, admission.Warning, f.Severity, "a stock JAR no payload requires")
+		// No payload requires it, but its code needs what the host's own
+		// Flink lacks: built for another release, an error (issue 28).
+		assert.Equal(t, admission.Error, f.Severity, "a JAR built for another Flink release")
+		assert.Contains(t, f.Found, "flink-connector-kafka-3.2.0-1.18.jar is built for Flink 1.18 (Implementation-Version 3.2.0-1.18 in its manifest), not the host's 2.2")
 		hasSymbol(t, got, "linkage-method", "org/apache/flink/table/types/utils/DataTypeUtils", "stripRowPrefix", "(Lorg/apache/flink/table/types/DataType;Ljava/lang/String;)Lorg/apache/flink/table/types/DataType;")
 		hasSymbol(t, got, "linkage-method", "org/apache/flink/api/common/typeinfo/TypeInformation", "createSerializer", "(Lorg/apache/flink/api/common/ExecutionConfig;)Lorg/apache/flink/api/common/typeutils/TypeSerializer;")
 		hasSymbol(t, got, "linkage-method", "org/apache/flink/configuration/Configuration", "setString", "(Lorg/apache/flink/configuration/ConfigOption;Ljava/lang/String;)V")

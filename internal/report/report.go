@@ -62,6 +62,20 @@ func Findings(log zerolog.Logger, d *admission.Decision) {
 	}
 }
 
+// FindingLines logs the findings for people, as Text prints them: a line
+// each when they are few, grouped by JAR and library otherwise, each line
+// at the level of its group. The JSON log keeps a line per finding
+// (Findings).
+func FindingLines(log zerolog.Logger, d *admission.Decision) {
+	for _, l := range people(d.Findings, ScreenLines-2) { // the summary and one line before
+		ev := log.Warn()
+		if l.severity == admission.Error {
+			ev = log.Error()
+		}
+		ev.Msg(strings.TrimPrefix(l.text, severityWord(l.severity)+" ")) // the level says it
+	}
+}
+
 func strict(f admission.Finding) string {
 	if f.Strict {
 		return " (a warning, refused because STREAMFUSION_STRICT=true)"
@@ -409,8 +423,8 @@ func (r Report) Text(w io.Writer) error {
 	if len(r.Findings) == 0 {
 		b.WriteString("no findings\n")
 	}
-	for _, f := range r.Findings {
-		fmt.Fprintf(&b, "%s [%s] %s%s\n", strings.ToUpper(string(f.Severity)), f.Rule, f.Text(), strict(f))
+	for _, l := range people(r.Findings, ScreenLines-strings.Count(b.String(), "\n")) {
+		b.WriteString(l.text + "\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

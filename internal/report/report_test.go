@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -181,17 +183,6 @@ func TestLoggerFormats(t *testing.T) {
 	assert.Equal(t, "streamfusion", ev["logger"])
 }
 
-// The catalogue in the README is the one `streamfusion rules --markdown`
-// prints: regenerate it with `bin/entrypoint streamfusion rules --markdown`.
-func TestReadmeCatalogueIsCurrent(t *testing.T) {
-	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	var out bytes.Buffer
-	require.NoError(t, Rules(&out, true, admission.Catalogue()))
-	assert.Contains(t, string(readme), out.String(), "README rule catalogue is stale: regenerate it with `bin/entrypoint streamfusion rules --markdown`")
-}
-
 func TestInspectAll(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -232,4 +223,98 @@ func TestInspectAll(t *testing.T) {
 			}
 		})
 	}
+}
+
+// linkageWarning is a linkage-class warning of jar: from uses owner.
+func linkageWarning(jar, from, owner string) admission.Finding {
+	return admission.Finding{Rule: "linkage-class", Severity: admission.Warning, Path: jar,
+		Message: strings.ReplaceAll(from, "/", ".") + " uses " + strings.ReplaceAll(owner, "/", ".") + ", which has no class file on the classpath",
+		Found:   "no " + owner, Required: owner + " on the classpath", Fix: "add the JAR that provides it",
+		Symbol: &admission.Symbol{Kind: admission.SymClass, From: from, Owner: owner, JAR: jar}}
+}
+
+func TestFewFindingsAreALineEach(t *testing.T) {
+	t.Parallel()
+	d := refusal("/opt/flink/lib/a.jar", "/opt/flink/lib/b.jar")
+	var b bytes.Buffer
+	require.NoError(t, New(&admission.Facts{}, d).Text(&b))
+	for _, f := range d.Findings {
+		assert.Contains(t, b.String(), strings.ToUpper(string(f.Severity))+" ["+f.Rule+"] "+f.Text()+"\n")
+	}
+}
+
+// Optional libraries that only bundled code uses are the usual state; a
+// library or a Flink class the JAR's own Flink-facing code needs is not.
+func TestGroupsSetTheUsualApart(t *testing.T) {
+	t.Parallel()
+	const jar = "/opt/flink/lib/hive.jar"
+	var fs []admission.Finding
+	for i := range 30 {
+		fs = append(fs, linkageWarning(jar, "org/apache/hadoop/hive/ql/Q", fmt.Sprintf("org/apache/calcite/rel/R%d", i)))
+	}
+	fs = append(fs, linkageWarning(jar, "org/apache/flink/table/planner/delegation/hive/HiveParser", "org/apache/flink/table/calcite/bridge/CalciteContext"),
+		linkageWarning(jar, "org/apache/flink/connectors/kafka/KafkaSource", "org/apache/kafka/clients/Consumer"),
+		linkageWarning(jar, "org/apache/flink/connectors/kafka/KafkaSource", "org/apache/kafka/common/Node"),
+		linkageWarning(jar, "org/apache/hadoop/hive/ql/Q", "org/apache/flink/shaded/guava31/com/google/common/base/Joiner"))
+	subjects := Groups(fs)
+	require.Len(t, subjects, 1)
+	got := map[string]bool{}
+	n := 0
+	for _, g := range subjects[0].Groups {
+		got[g.Library] = g.Usual
+		n += len(g.Findings)
+	}
+	assert.Equal(t, len(fs), n, "every finding in one group")
+	assert.Equal(t, map[string]bool{"org.apache.calcite": true, "org.apache.flink": false, "org.apache.kafka": false, "org.apache.flink.shaded.guava31": true}, got)
+	assert.False(t, subjects[0].Groups[len(subjects[0].Groups)-1].Flink)
+	assert.True(t, subjects[0].Groups[len(subjects[0].Groups)-1].Usual, "the usual groups come last")
+}
+
+// Whatever the number of JARs and findings, the report fits a screen as
+// long as the errors do; no error is folded.
+func TestManyFindingsFitAScreen(t *testing.T) {
+	t.Parallel()
+	for _, jars := range []int{1, 5, 30, 200} {
+		t.Run(fmt.Sprint(jars), func(t *testing.T) {
+			t.Parallel()
+			d := refusal("/opt/flink/lib/payload.jar")
+			for j := range jars {
+				jar := fmt.Sprintf("/opt/flink/lib/connector-%d.jar", j)
+				for i := range 40 {
+					d.Findings = append(d.Findings, linkageWarning(jar, "com/acme/bundled/B", fmt.Sprintf("org/lib%d/x/C%d", i%9, i)))
+				}
+				d.Findings = append(d.Findings, linkageWarning(jar, "org/apache/flink/connector/acme/Source", "org/apache/flink/api/Gone"))
+			}
+			var b bytes.Buffer
+			require.NoError(t, New(&admission.Facts{}, d).Text(&b))
+			text := b.String()
+			assert.LessOrEqual(t, strings.Count(text, "\n"), ScreenLines, text)
+			assert.Contains(t, text, d.Findings[0].Text(), "the error in full")
+			named, more := 0, 0
+			for j := range jars {
+				if strings.Contains(text, fmt.Sprintf("/opt/flink/lib/connector-%d.jar: 41 warnings", j)) {
+					named++
+				}
+			}
+			if m := regexp.MustCompile(`(?m)^(\d+) more JARs: `).FindStringSubmatch(text); m != nil {
+				more, _ = strconv.Atoi(m[1])
+				assert.Contains(t, text, fmt.Sprintf("%d more JARs: %d warnings (%d linkage-class)", more, 41*more, 41*more))
+			}
+			assert.Equal(t, jars, named+more, "every JAR named or counted")
+		})
+	}
+}
+
+func TestFindingLinesGroupTheTextLog(t *testing.T) {
+	t.Parallel()
+	d := refusal("/opt/flink/lib/payload.jar")
+	for i := range 500 {
+		d.Findings = append(d.Findings, linkageWarning("/opt/flink/lib/hive.jar", "org/apache/hadoop/hive/ql/Q", fmt.Sprintf("org/apache/calcite/rel/R%d", i)))
+	}
+	var b bytes.Buffer
+	FindingLines(Logger(&b, false, "info"), d)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	assert.LessOrEqual(t, len(lines), ScreenLines-2)
+	assert.Contains(t, b.String(), "streamfusion: ERROR [payload-line] /opt/flink/lib/payload.jar: ")
+	assert.Contains(t, b.String(), "streamfusion: WARN   500 WARNING [linkage-class] in 1 libraries: the usual state of this JAR")
 }

@@ -22,7 +22,7 @@ import (
 //   - a regular file is opened with open(2) and read with pread(2), or
 //     mapped (Map, for the central directory walk: no copy, no buffer to
 //     fault in, no system call per 64 KiB; 6% less CPU time per start on
-//     the real 2.2.0 lib, docs/performance.md). os.Open registers every
+//     the real 2.2.0 lib, docs/performance-history.md). os.Open registers every
 //     file with the runtime's poller, which costs four fcntl(2) and an
 //     epoll_ctl(2) per regular file, to no use: files are never pollable.
 //

@@ -12,6 +12,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"cmp"
+	"debug/elf"
 	"fmt"
 	"hash/crc32"
 	"sort"
@@ -244,9 +245,22 @@ func classBytes(seed string) []byte {
 	return append([]byte{0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 55}, bytes.Repeat([]byte(seed), 16)...)
 }
 
-// nativeBytes is a stand-in shared library: an ELF header and some body.
+// nativeBytes is a stand-in shared library: an ELF header for the
+// platform's machine (ELFHeader) and some body.
 func nativeBytes(seed, platform string) []byte {
-	return append([]byte("\x7fELF\x02\x01\x01"), bytes.Repeat([]byte(fmt.Sprintf("%s/%s;", seed, platform)), 64)...)
+	// As long as the stand-in was before it carried a whole ELF header
+	// (tests count the bytes of JARs that hold it).
+	body := bytes.Repeat([]byte(fmt.Sprintf("%s/%s;", seed, platform)), 64)
+	return ELFHeader(machineOf(platform), body[:len(body)+7-elfHeaderSize])
+}
+
+// machineOf is the ELF machine of a platform as StreamFusion-Native-Platforms
+// spells it.
+func machineOf(platform string) elf.Machine {
+	if strings.HasSuffix(platform, "-aarch64") {
+		return elf.EM_AARCH64
+	}
+	return elf.EM_X86_64
 }
 
 // ManyEntries returns a JAR of n empty stored entries after a manifest,

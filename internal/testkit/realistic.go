@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,7 +67,7 @@ func RealisticPayloads(lib string) error {
 	line, sf := "2.2", "0.1.0"
 	loader := Loader(line, sf)
 	core := *loader.Embedded
-	core.Entries = []Entry{{Name: "META-INF/native/linux-x86_64/libstreamfusion_core_full.so", Data: noise(24 << 20)}}
+	core.Entries = []Entry{{Name: "META-INF/native/linux-x86_64/libstreamfusion_core_full.so", Data: ELFHeader(elf.EM_X86_64, noise(24<<20))}}
 	loader.Embedded = &core
 	if err := write(loader.FileName(), loader.Bytes()); err != nil {
 		return err
@@ -78,7 +79,7 @@ func RealisticPayloads(lib string) error {
 	}
 	for _, m := range []string{"kafka", "json", "csv", "avro", "parquet", "paimon"} {
 		e := Extension(m, line, sf)
-		e.Entries = []Entry{{Name: fmt.Sprintf("META-INF/native/linux-x86_64/libstreamfusion_%s_ops.so", m), Data: noise(1 << 20)}}
+		e.Entries = []Entry{{Name: fmt.Sprintf("META-INF/native/linux-x86_64/libstreamfusion_%s_ops.so", m), Data: ELFHeader(elf.EM_X86_64, noise(1<<20))}}
 		if err := write(e.FileName(), e.Bytes()); err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/report"
+	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
 
 // Verdict is what one image would do at start.
@@ -97,6 +98,8 @@ type Stats struct {
 	Hits, Verified, Resolved atomic.Int64
 	// Deep counts the verifications with a job JAR (a subset of Verified).
 	Deep atomic.Int64
+	// Evicted counts the verdicts pushed out by MaxEntries.
+	Evicted atomic.Int64
 }
 
 // Cache verifies images and keeps verdicts by digest.
@@ -105,9 +108,14 @@ type Cache struct {
 	group singleflight.Group
 	Stats Stats
 
-	pullers sync.Map // Credentials.Key -> *remote.Puller
+	pullers   sync.Map // Credentials.Key -> *remote.Puller
+	synthetic sync.Map // reference -> v1.Image (Register)
 
 	deepSlots chan struct{} // MaxDeep tokens
+
+	fmu     sync.Mutex
+	flights map[string]*flight // verifications waited for, by singleflight key
+	running atomic.Int64
 
 	mu      sync.RWMutex
 	entries map[string]*Verdict
@@ -128,8 +136,17 @@ func New(o Options) *Cache {
 	if o.MaxDeep <= 0 {
 		o.MaxDeep = 2
 	}
-	return &Cache{opts: o, entries: map[string]*Verdict{}, deepSlots: make(chan struct{}, o.MaxDeep)}
+	// Registry retries within a review's deadline: the library's own
+	// (1 s, then 3 s) outlast it, so a 500 or a dropped connection would
+	// be answered as a timeout instead of by what the registry said. The
+	// caller's options come after and may set their own.
+	o.Remote = append([]remote.Option{remote.WithRetryBackoff(RetryBackoff)}, o.Remote...)
+	return &Cache{opts: o, entries: map[string]*Verdict{}, deepSlots: make(chan struct{}, o.MaxDeep), flights: map[string]*flight{}}
 }
+
+// RetryBackoff is the registry retries of a Cache: three tries, 100 ms
+// and then 200 ms apart, well within a review's deadline.
+var RetryBackoff = remote.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Steps: 3}
 
 // ErrResolve wraps a failure to reach or read the image: not a verdict.
 var ErrResolve = errors.New("cannot read the image")
@@ -226,6 +243,9 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 		}
 		want = *p
 	}
+	if img, ok := c.synthetic.Load(ref); ok {
+		return c.syntheticVerdict(ctx, ref, img.(v1.Image), want, jar) // released when the call returns
+	}
 	if c.opts.Local {
 		if _, err := os.Stat(ref); err == nil {
 			return c.local(ctx, ref, want, jar) // released when the call returns
@@ -244,8 +264,13 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 	if d, ok := r.(name.Digest); ok {
 		top = d.DigestStr()
 	} else {
-		desc, err := p.Head(ctx, r)
+		desc, err := head(ctx, p, r)
 		c.Stats.Resolved.Add(1)
+		var pe *PendingError
+		if errors.As(err, &pe) {
+			pe.Ref = ref
+			return nil, pe
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
 		}
@@ -261,15 +286,25 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 		return nil, ErrNeedJAR
 	}
 	// One verification per image (and job JAR), detached from this
-	// caller's deadline. A caller whose function is not the one run (it
-	// joined a verification under way) releases its JAR when that ends.
+	// caller's deadline: what it reads goes on and fills the caches for
+	// the retry. Only its waits for the spool budget end with the last
+	// caller waiting for it (spool.WithWait): a verification nobody waits
+	// for holds no more of the budget than it had. A caller whose
+	// function is not the one run (it joined a verification under way)
+	// releases its JAR when that ends.
 	var ran atomic.Bool
 	handed = true
-	ch := c.group.DoChan(top+"|"+plat+sfx, func() (any, error) {
+	key := top + "|" + plat + sfx
+	f := c.join(key)
+	defer c.leave(f)
+	ch := c.group.DoChan(key, func() (any, error) {
 		ran.Store(true)
 		defer jar.release()
+		c.running.Add(1)
+		defer c.running.Add(-1)
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.VerifyTimeout)
 		defer cancel()
+		vctx = spool.WithWait(vctx, f.wait, func(s string) { f.doing.Store(&s) })
 		return c.fetchAndVerify(vctx, r, want, p, jar)
 	})
 	joined := func() {
@@ -286,9 +321,90 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 		return c.hit(res.Val.(*Verdict), ref), nil
 	case <-ctx.Done():
 		go func() { <-ch; joined() }()
-		return nil, fmt.Errorf("verify %s: %w", ref, context.Cause(ctx))
+		pe := &PendingError{Ref: ref, Err: context.Cause(ctx)}
+		if d := f.doing.Load(); d != nil {
+			pe.Doing = *d
+		}
+		return nil, pe
 	}
 }
+
+// head resolves r's tag, answering when ctx ends even while the
+// registry library sleeps between its retries.
+func head(ctx context.Context, p *remote.Puller, r name.Reference) (*v1.Descriptor, error) {
+	type result struct {
+		d   *v1.Descriptor
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		d, err := p.Head(ctx, r)
+		ch <- result{d, err}
+	}()
+	select {
+	case res := <-ch:
+		return res.d, res.err
+	case <-ctx.Done():
+		return nil, &PendingError{Err: context.Cause(ctx), Doing: "resolving the tag " + r.String() + " (the registry has not answered)"}
+	}
+}
+
+// PendingError is a verification the caller stopped waiting for: it goes
+// on (or, waiting for the spool budget, ends once no caller waits).
+type PendingError struct {
+	Ref   string
+	Doing string // what the verification was waiting for, when it said; "" otherwise
+	Err   error  // why the caller stopped: its context's cause
+}
+
+func (e *PendingError) Error() string {
+	if e.Doing != "" {
+		return fmt.Sprintf("verify %s: %v (it was %s)", e.Ref, e.Err, e.Doing)
+	}
+	return fmt.Sprintf("verify %s: %v", e.Ref, e.Err)
+}
+
+func (e *PendingError) Unwrap() error { return e.Err }
+
+// flight is a verification under way and the callers waiting for it.
+type flight struct {
+	key     string
+	callers int // under Cache.fmu
+	wait    context.Context
+	stop    context.CancelFunc // ends wait: no caller waits any more
+	doing   atomic.Pointer[string]
+}
+
+// join counts a caller of the verification key, making its flight.
+func (c *Cache) join(key string) *flight {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	f := c.flights[key]
+	if f == nil {
+		f = &flight{key: key}
+		f.wait, f.stop = context.WithCancel(context.Background())
+		c.flights[key] = f
+	}
+	f.callers++
+	return f
+}
+
+// leave is a caller no longer waiting: the last one ends the flight's
+// waits for the spool budget (a caller coming later makes a new flight).
+func (c *Cache) leave(f *flight) {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	if f.callers--; f.callers == 0 {
+		f.stop()
+		if c.flights[f.key] == f {
+			delete(c.flights, f.key)
+		}
+	}
+}
+
+// Running is the number of verifications under way, those no caller
+// waits for any more included.
+func (c *Cache) Running() int64 { return c.running.Load() }
 
 // release is JobJAR.Release on a nil-able JAR.
 func (j *JobJAR) release() {
@@ -442,6 +558,7 @@ func (c *Cache) store(v *Verdict, top, platform, sfx string) {
 	for len(c.order) > c.opts.MaxEntries {
 		delete(c.entries, c.order[0])
 		c.order = c.order[1:]
+		c.Stats.Evicted.Add(1)
 	}
 }
 

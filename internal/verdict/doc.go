@@ -21,6 +21,16 @@
 // Options.Deep, a new JAR on an image deep-checked before is checked on
 // the image's lib kept by image.Views instead of reading its layers again.
 //
+// A verification is detached from its callers' deadlines and fills the
+// cache for their retries; a caller that stops waiting gets a
+// PendingError saying what the verification was doing (resolving a tag,
+// waiting for the spool budget). Its waits for the spool budget end with
+// the last caller waiting (spool.WithWait), so a verification nobody
+// waits for holds no more of the budget than it had. Registry retries are
+// 100 ms and 200 ms apart (RetryBackoff), within a review's deadline;
+// registry and transport errors are never kept, only verdicts (an image
+// whose settings or layer entries the rules refuse is one).
+//
 // Credentials come from a keychain per call: the Docker config
 // (authn.DefaultKeychain, DOCKER_CONFIG) and pull-secret files (Secrets).
 package verdict

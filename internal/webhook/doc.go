@@ -34,6 +34,18 @@
 // linkage and shadowing errors deny. A JAR the operator reads in its own
 // pod (local://, file://, s3://...) is admitted with a warning.
 //
+// Bounds: a review verifies at most Config.ReviewReads images at once (a
+// digest once, whatever repository names it); registry requests of all
+// reviews pass LimitRequests; every file written below TMPDIR is reserved
+// from one spool.Budget first (image.VerifyOptions.Budget,
+// jobjar.Options.Budget), and an image whose files did not fit in time is
+// answered by the failure policy naming the budget (verdict.PendingError
+// says what a verification was waiting for when the review stopped
+// waiting). Metrics (Prometheus, client_golang) count reviews by kind,
+// operation and verdict, their latency, registry requests and errors, the
+// caches, the budget and the certificate's expiry, on a port of their own
+// (MetricsServer). docs/webhook.md lists every flag and bound.
+//
 // The server does not read Secrets through the API: registry credentials
 // come from a Docker config (DOCKER_CONFIG) and from pull secrets mounted
 // as files (verdict.Secrets), tried in the order of the pod's

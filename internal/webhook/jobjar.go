@@ -24,19 +24,38 @@ import (
 // jarURI itself and uploads it to the cluster's JobManager, so the JAR's
 // classes link against that image's lib/. The answer carries the
 // cluster's warnings.
-func (c *Config) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster judgement, limit time.Duration) *admissionv1.AdmissionResponse {
-	allow := func(more ...string) *admissionv1.AdmissionResponse {
-		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: append(cluster.warnings, more...)}
+func (c *Config) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster judgement, limit time.Duration) Outcome {
+	base := Outcome{Images: cluster.images}
+	allow := func(more ...string) Outcome {
+		o := base
+		o.Warnings = append(cluster.warnings, more...)
+		o.Response = &admissionv1.AdmissionResponse{Allowed: true, Warnings: o.Warnings}
+		return o
+	}
+	refuse := func(f []Finding, msg string, warnings []string) Outcome {
+		o := base
+		o.Refused, o.Findings, o.Warnings = true, f, warnings
+		o.Response = deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg, warnings)
+		return o
+	}
+	unverified := func(f []Finding, msg string, warnings []string) Outcome {
+		o := base
+		o.Findings, o.Warnings = f, warnings
+		o.Response = c.failure(msg)
+		o.Response.Warnings = append(o.Response.Warnings, warnings...)
+		return o
 	}
 	if res.JarURI == "" {
 		return allow()
 	}
 	u, err := jobjar.Parse(res.JarURI)
 	if err != nil {
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
-			"%s: spec.job.jarURI: %v, required an absolute URI the operator can fetch (https://host/path/job.jar); fix: write the JAR's full URI", res.ID(), err), cluster.warnings)
+		text := fmt.Sprintf("spec.job.jarURI: %v, required an absolute URI the operator can fetch (https://host/path/job.jar)", err)
+		return refuse([]Finding{{Rule: RuleJobJARURI, Subject: res.ID(), Text: text, Fix: "write the JAR's full URI"}},
+			res.ID()+": "+text+"; fix: write the JAR's full URI", cluster.warnings)
 	}
 	what := fmt.Sprintf("%s: spec.job.jarURI %s", res.ID(), jobjar.Redact(u))
+	subject := "spec.job.jarURI " + jobjar.Redact(u)
 	switch u.Scheme {
 	case "http", "https":
 	case "local":
@@ -56,25 +75,35 @@ func (c *Config) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster j
 	}
 	headers, err := jobjar.ParseHeaders(configValue(res.Config, jobjar.HeaderOption))
 	if err != nil {
-		r := c.failure(fmt.Sprintf("%s: spec.flinkConfiguration: %v", what, err))
-		r.Warnings = append(r.Warnings, cluster.warnings...)
-		return r
+		text := fmt.Sprintf("spec.flinkConfiguration: %v", err)
+		return unverified([]Finding{{Rule: RuleUnverified, Subject: subject, Text: text, Unverified: true}},
+			what+": "+text, cluster.warnings)
 	}
 	j := c.judgeJAR(ctx, u, headers, cluster.admitted, limit)
 	warnings := append(cluster.warnings, j.warnings...)
 	on := fmt.Sprintf("%s (sha256 %s) on %s", what, short(j.sha), fd.ID())
 	switch {
 	case j.gone != "":
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
-			"%s: found %s, required a JAR the operator can fetch; fix: publish the JAR at that URI or correct spec.job.jarURI (FlinkDeployment %s)", what, j.gone, fd.ID()), warnings)
+		text := fmt.Sprintf("found %s, required a JAR the operator can fetch", j.gone)
+		fix := fmt.Sprintf("publish the JAR at that URI or correct spec.job.jarURI (FlinkDeployment %s)", fd.ID())
+		return refuse([]Finding{{Rule: RuleJobJARGone, Subject: subject, Text: text, Fix: fix}},
+			fmt.Sprintf("%s: %s; fix: %s", what, text, fix), warnings)
 	case len(j.refusals) > 0:
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, on+", which StreamFusion refuses for this job:\n"+strings.Join(j.refusals, "\n"), warnings)
+		for i := range j.findings {
+			j.findings[i].Subject = subject + " on " + j.findings[i].Subject
+		}
+		return refuse(j.findings, on+", which StreamFusion refuses for this job:\n"+strings.Join(j.refusals, "\n"), warnings)
 	case len(j.failures) > 0:
-		r := c.failure(fmt.Sprintf("%s on %s: %s", what, fd.ID(), strings.Join(j.failures, "; ")))
-		r.Warnings = append(r.Warnings, warnings...)
-		return r
+		var f []Finding
+		for _, msg := range j.failures {
+			f = append(f, Finding{Rule: RuleUnverified, Subject: subject, Text: msg, Unverified: true})
+		}
+		return unverified(f, fmt.Sprintf("%s on %s: %s", what, fd.ID(), strings.Join(j.failures, "; ")), warnings)
 	}
-	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
+	o := allow()
+	o.Warnings = warnings
+	o.Response.Warnings = warnings
+	return o
 }
 
 // maxJARWarnings bounds the deep check's warnings on a JAR in a review:
@@ -87,6 +116,7 @@ type jarJudgement struct {
 	sha                          string
 	gone                         string // the server says the JAR is not there
 	refusals, failures, warnings []string
+	findings                     []Finding // the refusals, one reason each
 }
 
 // judgeJAR fetches the JAR (a conditional GET when it was fetched before)
@@ -118,7 +148,7 @@ func (c *Config) judgeJAR(ctx context.Context, u *url.URL, headers http.Header, 
 		j.sha = jar.SHA256
 		release := releaseAfter(len(uses), func() { _ = jar.Close() })
 		needBytes := false
-		j.refusals, j.failures = nil, nil
+		j.refusals, j.failures, j.findings = nil, nil, nil
 		for _, ct := range uses {
 			v, err := c.Cache.VerifyJob(ctx, ct.Image, ct.Platform, c.Secrets.Credentials(ct.PullSecrets),
 				verdict.JobJAR{Name: jar.Name, Path: jar.Path, SHA256: jar.SHA256, Release: release})
@@ -132,11 +162,13 @@ func (c *Config) judgeJAR(ctx context.Context, u *url.URL, headers http.Header, 
 				j.failures = append(j.failures, fmt.Sprintf("%s: %v", who, err))
 			case v.Problem != "":
 				j.refusals = append(j.refusals, who+": "+v.Problem)
+				j.findings = append(j.findings, imageFindings(who, v.Problem, nil)...)
 			default:
 				for _, f := range v.Decision.Errors() {
 					if t := f.Text(); !seen[t] {
 						seen[t] = true
 						j.refusals = append(j.refusals, t)
+						j.findings = append(j.findings, imageFindings(who, "", &admission.Decision{Findings: []admission.Finding{f}})...)
 					}
 				}
 				for _, f := range v.Decision.Warnings() {

@@ -118,7 +118,8 @@ func TestRealAPIServer(t *testing.T) {
 		helm := tool(t, "STREAMFUSION_HELM", "helm")
 		k.namespace(t, "sf-chart")
 		cmd := osexec.Command(helm, "template", "sf", "../../deploy/helm/streamfusion-webhook", "--namespace", "sf-chart",
-			"--set", "priorityClassName=system-cluster-critical", "--set", "webhook.pullSecrets={regcred}")
+			"--set", "priorityClassName=system-cluster-critical", "--set", "webhook.pullSecrets={regcred}",
+			"--set", "audit.enabled=true", "--set", "audit.imageMap={registry.example/flink=registry.example/flink:2.2.1}")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		rendered, err := cmd.Output()
@@ -126,7 +127,8 @@ func TestRealAPIServer(t *testing.T) {
 		objs, configs := manifestsWithout(t, string(rendered), "Issuer", "Certificate")
 		out := k.must(t, objs+"---\n"+configs, "apply", "--server-side", "--dry-run=server", "-f", "-")
 		for _, want := range []string{"poddisruptionbudget.policy/sf", "clusterrole.rbac.authorization.k8s.io/sf", "deployment.apps/sf",
-			"validatingwebhookconfiguration.admissionregistration.k8s.io/sf"} {
+			"validatingwebhookconfiguration.admissionregistration.k8s.io/sf",
+			"cronjob.batch/sf-audit", "clusterrole.rbac.authorization.k8s.io/sf-audit", "serviceaccount/sf-audit"} {
 			assert.Contains(t, out, want+" serverside-applied (server dry run)")
 		}
 	})

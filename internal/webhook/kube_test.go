@@ -371,7 +371,7 @@ func (k *kube) startHook(t testing.TB, bin string, p pki, env []string, args ...
 func (h *hook) start(t testing.TB) {
 	t.Helper()
 	args := append([]string{"webhook", "--listen", h.addr, "--tls-cert", h.pki.certFile, "--tls-key", h.pki.keyFile,
-		"--kubeconfig", h.kubeconfig}, h.args...)
+		"--kubeconfig", h.kubeconfig, "--metrics-listen=127.0.0.1:0"}, h.args...)
 	h.p = startProc(t, h.dir, h.bin, h.env, args...)
 	c := h.pki.client()
 	deadline := time.Now().Add(time.Minute)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/rs/zerolog"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,6 +24,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/report"
+	"github.com/streamfusion/image-entrypoint/internal/spool"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
 
@@ -36,6 +38,9 @@ const (
 const (
 	// DefaultTimeout is below the API server's 10 s default.
 	DefaultTimeout = 8 * time.Second
+	// DefaultReviewReads is how many images of one review are verified
+	// at once.
+	DefaultReviewReads = 8
 	// maxBody bounds a review: the API server caps an object at 3 MiB and a
 	// review of an UPDATE carries two.
 	maxBody = 7 << 20
@@ -59,6 +64,12 @@ type Config struct {
 	// deep check against its cluster's images (Cache.VerifyJob); nil: the
 	// JAR is not judged, and a warning says so.
 	Jobs *jobjar.Fetcher
+	// ReviewReads bounds the images one review verifies at once
+	// (default DefaultReviewReads); the registry requests of all reviews
+	// are bounded by the Cache's transport (LimitRequests).
+	ReviewReads int
+	// Metrics count reviews and what they cost; nil: not counted.
+	Metrics *Metrics
 	// Ready are the readiness checks of GET /readyz (the serving
 	// certificate, the clusters' cache), each nil when ready.
 	Ready []func() error
@@ -72,6 +83,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.ReviewReads <= 0 {
+		c.ReviewReads = DefaultReviewReads
 	}
 	switch c.FailurePolicy {
 	case "":
@@ -161,42 +175,45 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener) error {
 
 // badRequest answers a request that is not an AdmissionReview; the API
 // server then applies its failurePolicy.
-func badRequest(w http.ResponseWriter, code int, format string, args ...any) {
+func (c *Config) badRequest(w http.ResponseWriter, code int, format string, args ...any) {
+	c.Metrics.badRequest(code)
 	http.Error(w, "streamfusion webhook: "+fmt.Sprintf(format, args...), code)
 }
 
 func (c *Config) validate(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	done := c.Metrics.started()
+	defer done()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		badRequest(w, http.StatusMethodNotAllowed, "%s /validate: POST an admission.k8s.io/v1 AdmissionReview", r.Method)
+		c.badRequest(w, http.StatusMethodNotAllowed, "%s /validate: POST an admission.k8s.io/v1 AdmissionReview", r.Method)
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		badRequest(w, http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", r.Header.Get("Content-Type"))
+		c.badRequest(w, http.StatusUnsupportedMediaType, "Content-Type %q: want application/json", r.Header.Get("Content-Type"))
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			badRequest(w, http.StatusRequestEntityTooLarge, "the review is larger than %d bytes", maxBody)
+			c.badRequest(w, http.StatusRequestEntityTooLarge, "the review is larger than %d bytes", maxBody)
 			return
 		}
-		badRequest(w, http.StatusBadRequest, "read the review: %v", err)
+		c.badRequest(w, http.StatusBadRequest, "read the review: %v", err)
 		return
 	}
 	var review admissionv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil {
-		badRequest(w, http.StatusBadRequest, "not an AdmissionReview: %v", err)
+		c.badRequest(w, http.StatusBadRequest, "not an AdmissionReview: %v", err)
 		return
 	}
 	if review.APIVersion != "admission.k8s.io/v1" || review.Kind != "AdmissionReview" {
-		badRequest(w, http.StatusBadRequest, "apiVersion %q kind %q: want admission.k8s.io/v1 AdmissionReview", review.APIVersion, review.Kind)
+		c.badRequest(w, http.StatusBadRequest, "apiVersion %q kind %q: want admission.k8s.io/v1 AdmissionReview", review.APIVersion, review.Kind)
 		return
 	}
 	if review.Request == nil || review.Request.UID == "" {
-		badRequest(w, http.StatusBadRequest, "the AdmissionReview has no request or no request.uid")
+		c.badRequest(w, http.StatusBadRequest, "the AdmissionReview has no request or no request.uid")
 		return
 	}
 	limit := c.deadline(r)
@@ -210,6 +227,7 @@ func (c *Config) validate(w http.ResponseWriter, r *http.Request) {
 		c.Log.Warn().Err(err).Msg("write the admission response")
 	}
 	req := review.Request
+	c.Metrics.reviewed(req, resp, time.Since(start))
 	ev := c.Log.Info()
 	if !resp.Allowed {
 		ev = c.Log.Warn().Str("message", resp.Result.Message)
@@ -246,16 +264,7 @@ func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest, 
 	if res.Kind == "FlinkSessionJob" {
 		return c.sessionJob(ctx, res, limit)
 	}
-	v := c.judge(ctx, res, limit)
-	switch {
-	case len(v.refusals) > 0:
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": "+strings.Join(v.refusals, "\n"), v.warnings)
-	case len(v.failures) > 0:
-		r := c.failure(res.ID() + ": " + strings.Join(v.failures, "; "))
-		r.Warnings = append(r.Warnings, v.warnings...)
-		return r
-	}
-	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: v.warnings}
+	return c.objectOutcome(ctx, res, limit).Response
 }
 
 // judgement is what the images of one object say: refusals (the rules or
@@ -265,42 +274,79 @@ type judgement struct {
 	refusals, failures, warnings []string
 	// admitted are the containers whose images were admitted.
 	admitted []deploy.Container
+	// findings are the refusals and failures, one reason each; images
+	// each container's verdict.
+	findings []Finding
+	images   []ImageVerdict
 }
 
-// judge verifies each distinct image of res and checks the set.
+// judge verifies each distinct image of res and checks the set. At most
+// Config.ReviewReads images are verified at once (the JobManager and
+// TaskManagers usually share one; a Pod may list thousands); references
+// naming one digest are one image. Images not started by the deadline
+// are not verified.
 func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Duration) judgement {
 	type result struct {
 		v   *verdict.Verdict
 		err error
 	}
-	// One look-up per distinct image (the JobManager and TaskManagers
-	// usually share one), all at once.
 	byImage := map[string]*result{}
+	slots := make(chan struct{}, c.ReviewReads)
 	var wg sync.WaitGroup
 	for _, ct := range res.Containers {
-		k := ct.Image + "|" + ct.Platform + "|" + strings.Join(ct.PullSecrets, ",")
+		k := imageKey(ct)
 		if byImage[k] != nil {
 			continue
 		}
 		r := &result{}
 		byImage[k] = r
-		wg.Go(func() { r.v, r.err = c.Cache.Verify(ctx, ct.Image, ct.Platform, c.Secrets.Credentials(ct.PullSecrets)) })
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			r.err = &verdict.PendingError{Ref: ct.Image, Err: context.Cause(ctx), Doing: "not started: the review's other images took its time"}
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r.v, r.err = c.Cache.Verify(ctx, ct.Image, ct.Platform, c.Secrets.Credentials(ct.PullSecrets))
+		})
 	}
 	wg.Wait()
 
 	var j judgement
 	var members []deploy.Member
 	for _, ct := range res.Containers {
-		r := byImage[ct.Image+"|"+ct.Platform+"|"+strings.Join(ct.PullSecrets, ",")]
+		r := byImage[imageKey(ct)]
 		v, err := r.v, r.err
 		who := fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image)
+		iv := ImageVerdict{Container: ct}
+		if v != nil {
+			iv.Digest, iv.Admitted = v.Digest, v.Admitted
+		}
+		if err != nil {
+			iv.Error = err.Error()
+		}
+		j.images = append(j.images, iv)
+		var pending *verdict.PendingError
 		switch {
-		case errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() != nil:
-			j.failures = append(j.failures, fmt.Sprintf("%s: not verified within %s (the verification goes on; a retry is answered from its result)", who, limit))
+		case errors.As(err, &pending) && pending.Doing != "":
+			c.Metrics.imageFailure(causeOf(err))
+			msg := fmt.Sprintf("not verified within %s: %s", limit, pending.Doing)
+			j.failures = append(j.failures, who+": "+msg)
+			j.findings = append(j.findings, Finding{Rule: RuleUnverified, Subject: who, Text: msg, Unverified: true})
+		case err != nil && !errors.Is(err, spool.ErrBudget) && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil):
+			c.Metrics.imageFailure(causeDeadline)
+			msg := fmt.Sprintf("not verified within %s (the verification goes on; a retry is answered from its result)", limit)
+			j.failures = append(j.failures, who+": "+msg)
+			j.findings = append(j.findings, Finding{Rule: RuleUnverified, Subject: who, Text: msg, Unverified: true})
 		case err != nil:
+			c.Metrics.imageFailure(causeOf(err))
 			j.failures = append(j.failures, fmt.Sprintf("%s: %v", who, err))
+			j.findings = append(j.findings, Finding{Rule: RuleUnverified, Subject: who, Text: err.Error(), Unverified: true,
+				Fix: "make the image readable with the credentials given (the pod's imagePullSecrets, DOCKER_CONFIG)"})
 		case !v.Admitted:
 			j.refusals = append(j.refusals, who+": "+v.Message(string(ct.Role)))
+			j.findings = append(j.findings, imageFindings(who, v.Problem, v.Decision)...)
 		default:
 			members = append(members, deploy.Member{Resource: res, Container: ct, Facts: v.Facts})
 			j.admitted = append(j.admitted, ct)
@@ -314,11 +360,23 @@ func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Dur
 	for _, f := range deploy.CheckSet([]*deploy.Resource{res}, members) {
 		if f.Severity == admission.Error {
 			j.refusals = append(j.refusals, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
+			j.findings = append(j.findings, Finding{Rule: f.Rule, Subject: "cluster " + f.Cluster, Text: f.Message, Fix: f.Fix})
 		} else {
 			j.warnings = append(j.warnings, f.Text())
 		}
 	}
 	return j
+}
+
+// imageKey names one image of a review: a digest reference by its digest
+// (the repository does not change the image), else the reference, with
+// the platform and the pull secrets.
+func imageKey(ct deploy.Container) string {
+	ref := ct.Image
+	if d, err := name.NewDigest(ct.Image); err == nil {
+		ref = d.DigestStr()
+	}
+	return ref + "|" + ct.Platform + "|" + strings.Join(ct.PullSecrets, ",")
 }
 
 // sessionJob judges a FlinkSessionJob by the FlinkDeployment it runs on,
@@ -332,13 +390,11 @@ func (c *Config) sessionJob(ctx context.Context, res *deploy.Resource, limit tim
 			"%s runs on FlinkDeployment %s: not looked up (the webhook has no API access); its images are checked when that FlinkDeployment is applied", res.ID(), cluster)}}
 	}
 	if res.Target == "" {
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": spec.deploymentName: found none, required the FlinkDeployment the job runs on; fix: name it", nil)
+		return c.sessionOutcome(ctx, res, nil, limit).Response
 	}
 	raw, err := c.Clusters.Get(ctx, res.Namespace, res.Target)
 	if errors.Is(err, ErrNoCluster) {
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, fmt.Sprintf(
-			"%s: spec.deploymentName: found %q, required an existing FlinkDeployment: FlinkDeployment %s does not exist, so the operator cannot run the job either; fix: apply the FlinkDeployment first, or name one that exists",
-			res.ID(), res.Target, cluster), nil)
+		return c.sessionOutcome(ctx, res, nil, limit).Response
 	}
 	if err != nil {
 		return c.failure(fmt.Sprintf("%s: its FlinkDeployment %s could not be read: %v", res.ID(), cluster, err))
@@ -350,26 +406,58 @@ func (c *Config) sessionJob(ctx context.Context, res *deploy.Resource, limit tim
 	if fd.Namespace == "" {
 		fd.Namespace = res.Namespace
 	}
+	return c.sessionOutcome(ctx, res, fd, limit).Response
+}
+
+// sessionOutcome judges a session job on its cluster (fd; nil when it
+// does not exist): the cluster's images, then the job's JAR on them.
+func (c *Config) sessionOutcome(ctx context.Context, res, fd *deploy.Resource, limit time.Duration) Outcome {
+	cluster := res.Namespace + "/" + res.Target
+	refuse := func(rule, text, fix string) Outcome {
+		return Outcome{Refused: true, Findings: []Finding{{Rule: rule, Subject: res.ID(), Text: text, Fix: fix}},
+			Response: deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": "+text+"; fix: "+fix, nil)}
+	}
+	if res.Target == "" {
+		return refuse(RuleSessionTarget, "spec.deploymentName: found none, required the FlinkDeployment the job runs on", "name it")
+	}
+	if fd == nil {
+		return refuse(RuleSessionTarget, fmt.Sprintf(
+			"spec.deploymentName: found %q, required an existing FlinkDeployment: FlinkDeployment %s does not exist, so the operator cannot run the job either",
+			res.Target, cluster), "apply the FlinkDeployment first, or name one that exists")
+	}
 	v := c.judge(ctx, fd, limit)
+	o := Outcome{Findings: v.findings, Images: v.images, Warnings: v.warnings}
 	on := fmt.Sprintf("%s runs on %s, which StreamFusion refuses", res.ID(), fd.ID())
 	switch {
 	case len(v.refusals) > 0:
-		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, on+": "+strings.Join(v.refusals, "\n"), v.warnings)
+		o.Refused = true
+		o.Response = deny(http.StatusForbidden, metav1.StatusReasonForbidden, on+": "+strings.Join(v.refusals, "\n"), v.warnings)
+		return o
 	case len(v.failures) > 0:
-		r := c.failure(fmt.Sprintf("%s runs on %s: %s", res.ID(), fd.ID(), strings.Join(v.failures, "; ")))
-		r.Warnings = append(r.Warnings, v.warnings...)
-		return r
+		o.Response = c.failure(fmt.Sprintf("%s runs on %s: %s", res.ID(), fd.ID(), strings.Join(v.failures, "; ")))
+		o.Response.Warnings = append(o.Response.Warnings, v.warnings...)
+		return o
 	}
 	return c.jobJAR(ctx, res, fd, v, limit)
 }
 
-// failure answers in the configured failure direction.
+// failure answers in the configured failure direction. The audit
+// annotation failure-policy says that the policy decided (the API
+// server's audit log shows it, prefixed with the webhook's name).
 func (c *Config) failure(msg string) *admissionv1.AdmissionResponse {
+	var r *admissionv1.AdmissionResponse
 	if c.FailurePolicy == Ignore {
-		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"StreamFusion did not verify this object (failure policy Ignore): " + msg}}
+		r = &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"StreamFusion did not verify this object (failure policy Ignore): " + msg}}
+	} else {
+		r = deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, "StreamFusion could not verify this object (failure policy Fail): "+msg, nil)
 	}
-	return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, "StreamFusion could not verify this object (failure policy Fail): "+msg, nil)
+	r.AuditAnnotations = map[string]string{auditFailurePolicy: c.FailurePolicy}
+	return r
 }
+
+// auditFailurePolicy is the audit annotation of an answer the failure
+// policy decided.
+const auditFailurePolicy = "failure-policy"
 
 func deny(code int32, reason metav1.StatusReason, msg string, warnings []string) *admissionv1.AdmissionResponse {
 	return &admissionv1.AdmissionResponse{Allowed: false, Warnings: warnings, Result: &metav1.Status{

@@ -103,3 +103,14 @@ func (r *CertReloader) Ready() error {
 	}
 	return nil
 }
+
+// NotAfter is the end of the serving certificate's validity (zero when
+// none is loaded).
+func (r *CertReloader) NotAfter() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cert == nil || r.cert.Leaf == nil {
+		return time.Time{}
+	}
+	return r.cert.Leaf.NotAfter
+}
