@@ -168,9 +168,14 @@ bench-audit: k8s-tools
 BENCH_RUNS ?= 21
 BENCH_FLINK ?= 2.2.0
 BENCH_SCALES ?= 1,4,16
+# The real lib's run also measures the start with a baked deep verdict
+# against the start without deep checking, and with a new ~43 MB shaded
+# Kafka job JAR in usrlib (bench/compare/kafka-job.txt; issue 30's budgets).
+BENCH_JOB_JARS = $(shell sed -n 's/^[^#:]*:\([^:]*\):\(.*\)$$/$(subst /,\/,$(FLINK_JARS))\/\1-\2.jar/p' bench/compare/kafka-job.txt | paste -sd, -)
 bench: bench-tools
 	mkdir -p bin/bench-jvm && javac -d bin/bench-jvm bench/jvm/JarCheck.java
-	go run ./bench/compare -bin bin -runs $(BENCH_RUNS) -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales '$(BENCH_SCALES)'
+	scripts/fetch-flink-jars bench/compare/kafka-job.txt $(FLINK_JARS) >/dev/null
+	go run ./bench/compare -bin bin -runs $(BENCH_RUNS) -flink-lib $(FLINK_DIST)/$(BENCH_FLINK)/lib -scales '$(BENCH_SCALES)' -baked -job-jars '$(BENCH_JOB_JARS)'
 	go test -run '^$$' -bench . -benchmem ./internal/payload ./internal/host ./internal/admission
 	go test -run '^$$' -bench WarmReview -benchtime 2000x ./internal/webhook
 
@@ -249,6 +254,8 @@ FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead int
 # the real Flink 2.2.0 lib, through the webhook (the JARs by coordinates,
 # as test-real fetches them); the cold and warm review's benchmark.
 FUZZ_TARGETS += internal/jobjar:FuzzParseHeaders internal/jobjar:FuzzParseURI
+# The baked deep verdict's reader (issue 30).
+FUZZ_TARGETS += internal/baked:FuzzDecode
 # GLIBC_TUNABLES from the image's or the pod's environment (issue 29).
 FUZZ_TARGETS += internal/admission:FuzzStaticTLS
 # streamfusion audit: a runtime's imageID, an --image-map-file.

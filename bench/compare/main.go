@@ -43,6 +43,9 @@ var befores []string
 // priced against the bare exec rather than judged against the budget.
 var parts []string
 
+// withBaked measures the baked-verdict starts on the real lib (-baked).
+var withBaked bool
+
 // withJVM adds the JVM-side check to the layouts that have it.
 var withJVMCheck = true
 
@@ -59,7 +62,13 @@ func main() {
 	before := flag.String("before", "", "earlier entrypoint builds, comma-separated, measured alongside in the same alternation (before and after in one run)")
 	part := flag.String("parts", "", "bare execs with one part of a start added (bench/startparts), comma-separated, priced over the bare exec in the same alternation")
 	flag.BoolVar(&withJVMCheck, "jvm", true, "measure the JVM-side check too")
+	bakedRun := flag.Bool("baked", false, "on the real lib, measure the start with a baked deep verdict (written by streamfusion check --write-verdict) against the start without deep checking, and with -job-jars, a new usrlib job JAR shaded from them (issue 30's budgets)")
+	job := flag.String("job-jars", "", "JARs shaded into the new usrlib job JAR of -baked, comma-separated")
 	flag.Parse()
+	withBaked = *bakedRun
+	if *job != "" {
+		jobJARs = strings.Split(*job, ",")
+	}
 	if *before != "" {
 		befores = strings.Split(*before, ",")
 	}
@@ -71,7 +80,7 @@ func main() {
 	if *flinkLib != "" {
 		src := abs(*flinkLib)
 		label := "real " + filepath.Base(filepath.Dir(src)) + " lib"
-		if err := measure(b, filepath.Join(*work, "real-"+filepath.Base(filepath.Dir(src))), label, realLayout(src), *runs, true); err != nil {
+		if err := measure(b, filepath.Join(*work, "real-"+filepath.Base(filepath.Dir(src))), label, realLayout(src), *runs, true, withBaked); err != nil {
 			fmt.Fprintln(os.Stderr, "compare:", err)
 			os.Exit(1)
 		}
@@ -86,7 +95,7 @@ func main() {
 			os.Exit(64)
 		}
 		layout := func(lib string) error { return testkit.Realistic(lib, scale) }
-		if err := measure(b, filepath.Join(*work, "scale"+s), fmt.Sprintf("synthetic, scale %dx", scale), layout, *runs, scale == 1); err != nil {
+		if err := measure(b, filepath.Join(*work, "scale"+s), fmt.Sprintf("synthetic, scale %dx", scale), layout, *runs, scale == 1, false); err != nil {
 			fmt.Fprintln(os.Stderr, "compare:", err)
 			os.Exit(1)
 		}
@@ -140,7 +149,7 @@ func realLayout(src string) func(lib string) error {
 	}
 }
 
-func measure(bin, root, label string, layout func(lib string) error, runs int, withJVM bool) error {
+func measure(bin, root, label string, layout func(lib string) error, runs int, withJVM, baked bool) error {
 	lib := filepath.Join(root, "opt/flink/lib")
 	done := filepath.Join(root, ".laid-out")
 	if _, err := os.Stat(done); err != nil {
@@ -177,6 +186,24 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 			name = fmt.Sprintf("entrypoint before %d (%s)", i+1, filepath.Base(b))
 		}
 		cs = append(cs, &contender{name: name, argv: []string{b, "jobmanager"}, env: cs[0].env})
+	}
+	verdictFile := filepath.Join(lib, ".streamfusion-deep-verdict")
+	_ = os.Remove(verdictFile)
+	if baked {
+		if err := bakeVerdict(bin, root, env); err != nil {
+			return err
+		}
+		ep := filepath.Join(bin, "entrypoint")
+		cs[0].name = nameBaked
+		cs = append(cs, &contender{name: nameNoDeep, argv: []string{ep, "jobmanager"}, env: append(slices.Clone(cs[0].env), "STREAMFUSION_LINKAGE=false")})
+		if len(jobJARs) > 0 {
+			home, err := withJobJAR(root)
+			if err != nil {
+				return err
+			}
+			jenv := []string{"PATH=/usr/bin:/bin", "FLINK_HOME=" + filepath.Join(home, "opt/flink"), "JAVA_HOME=" + jdk, "STREAMFUSION_ORIGINAL_ENTRYPOINT=/bin/true", "STREAMFUSION_LOG_LEVEL=warn"}
+			cs = append(cs, &contender{name: nameJob, argv: []string{ep, "jobmanager"}, env: jenv})
+		}
 	}
 	for _, p := range parts {
 		b, _ := filepath.Abs(p)
@@ -239,6 +266,10 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 			fmt.Printf("%s: over the bare exec, wall median %s, CPU median %s\n", c.name, over(c.runs, bare.runs), over(c.cpu, bare.cpu))
 		}
 	}
+	if baked {
+		bakedVerdicts(cs)
+		_ = os.Remove(verdictFile) // the next run without -baked measures the start without a verdict
+	}
 	return nil
 }
 
@@ -297,7 +328,7 @@ func peakRSS(c *contender) (int64, error) {
 func bytesRead(c *contender) (int64, error) {
 	cmd := exec.Command(c.io[0], c.io[1:]...)
 	cmd.Env = c.env
-	if c.name == "entrypoint" {
+	if strings.HasPrefix(c.name, "entrypoint") {
 		cmd.Env = append(append([]string(nil), c.env...), "STREAMFUSION_ORIGINAL_ENTRYPOINT="+filepath.Join(filepath.Dir(c.io[0]), "bench-ioreport"))
 	}
 	out, err := cmd.Output()

@@ -167,6 +167,11 @@ func start(args, env []string, stdout, stderr io.Writer) error {
 		terminate(log, cfg, summary)
 		return &toldError{err}
 	}
+	if v.Facts.Linkage != "" {
+		// How linkage was judged, once, beside the admission (a refusal's
+		// findings say what they say without it).
+		log.Info().Msg(v.Facts.Linkage)
+	}
 	log.Info().Msg(report.Admitted(name, v.Decision))
 	if sig := sigs.pending(); sig != nil {
 		return interrupted(log, sig)

@@ -47,7 +47,10 @@ the payloads and stock JARs in lib and the job JARs in usrlib. The result is
 verified as the entrypoint would verify it at start, and by the deep check
 (shadowing and linkage of the classes in lib and usrlib, as 'streamfusion
 check' runs it; --deep=false skips it); an image that would be refused is
-not written (exit 78).
+not written (exit 78). The deep check's verdict and the class index of lib
+are written into lib (.streamfusion-deep-verdict): every start applies the
+verdict for the price of the JARs' fingerprints, and judges against the
+index only the job JARs added to usrlib since (docs/config.md).
 
 Without --base, --flink-line chooses the official Flink image of the line
 (2.2: flink:2.2.1-scala_2.12-java17, 1.18: flink:1.18.1-scala_2.12-java17).
@@ -68,7 +71,7 @@ SOURCE_DATE_EPOCH sets every timestamp bake writes (reproducible digests).`,
 	f.StringArrayVar(&o.Payloads, "payload", nil, "a StreamFusion payload for lib: a JAR path or group:artifact:version[:classifier] (repeatable)")
 	f.StringArrayVar(&o.Lib, "lib", nil, "a stock JAR for lib, such as a Flink connector (repeatable)")
 	f.StringArrayVar(&o.Usrlib, "usrlib", nil, "a job JAR for usrlib, for application mode (repeatable)")
-	f.BoolVar(&o.Deep, "deep", true, "verify the result with the deep check too: shadowing and linkage of the classes in lib and usrlib (--deep=false: the fast path)")
+	f.BoolVar(&o.Deep, "deep", true, "verify the result with the deep check too: shadowing and linkage of the classes in lib and usrlib, its verdict written into lib for every start (--deep=false: the fast path, and no verdict)")
 	o.Maven.bind(c)
 	return c
 }
@@ -126,6 +129,7 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 	}
 	opt := image.BakeOptions{BaseName: base, Read: readOptions(c, env)}
 	opt.Read.Deep = o.Deep
+	opt.DeepVerdict = o.Deep // the deep check's verdict and class index go into lib for every start
 	if s, ok := config.Lookup(env, "SOURCE_DATE_EPOCH"); ok && s != "" {
 		if opt.Epoch, err = strconv.ParseInt(s, 10, 64); err != nil || opt.Epoch < 0 {
 			return usagef("SOURCE_DATE_EPOCH=%q is not a non-negative number of seconds", s)

@@ -9,15 +9,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
+	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 )
 
 type checkOptions struct {
-	FlinkHome string
-	JSON      bool
+	FlinkHome    string
+	JSON         bool
+	WriteVerdict bool
 }
 
 func newCheck(env []string) *cobra.Command {
@@ -34,6 +37,7 @@ when it would be refused.`,
 	}
 	c.Flags().StringVar(&o.FlinkHome, "flink-home", "", "the Flink distribution (default $FLINK_HOME)")
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the report as JSON")
+	c.Flags().BoolVar(&o.WriteVerdict, "write-verdict", false, "when admitted, write the deep verdict and class index into lib ("+host.VerdictFile+"), as bake does, for the entrypoint to apply at every start")
 	return c
 }
 
@@ -74,9 +78,26 @@ func (o *checkOptions) run(c *cobra.Command, env []string) error {
 		return err
 	}
 	s.Deep = true // shadowing and linkage: the CLI always checks them
-	v, err := admit.Check(c.Context(), admit.Request{Root: os.DirFS("/"), Settings: s})
+	var verdict []byte
+	var verdictErr error
+	var rules []admit.Rule
+	if o.WriteVerdict {
+		rules = append(rules, func(f *admission.Facts, d *admission.Decision) []admission.Finding {
+			verdict, verdictErr = baked.Build(f, d) // while the archives are open
+			return nil
+		})
+	}
+	v, err := admit.Check(c.Context(), admit.Request{Root: os.DirFS("/"), Settings: s, Rules: rules})
 	if err != nil {
 		return err
+	}
+	if o.WriteVerdict && v.Err() == nil {
+		if verdictErr != nil {
+			return verdictErr
+		}
+		if err := baked.WriteFile(filepath.Join(s.LibDir, host.VerdictFile), verdict); err != nil {
+			return err
+		}
 	}
 	r := report.New(v.Facts, v.Decision)
 	if o.JSON {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/streamfusion/image-entrypoint/internal/baked"
+	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/install"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 )
@@ -156,6 +158,9 @@ func (o *installOptions) run(c *cobra.Command, env, args []string) error {
 			return fmt.Errorf("install into %s: %w (lib is as it was)", plan.LibDir, err)
 		}
 		applied = true
+		if err := writeVerdict(plan); err != nil {
+			return err
+		}
 	}
 	r := report.New(plan.Facts, plan.Decision)
 	if o.JSON {
@@ -221,4 +226,21 @@ func writePlan(w io.Writer, p *install.Plan, refused, dryRun bool) {
 			fmt.Fprintf(w, "  %-8s %-32s %s from %s\n", ch.Op, ch.Name, describeID(ch.Identity), ch.Source)
 		}
 	}
+}
+
+// writeVerdict writes the deep verdict of the installed lib beside it,
+// for the entrypoint to apply at every start; without one (it could not
+// be made), an earlier install's goes, so no start compares lib with it.
+func writeVerdict(p *install.Plan) error {
+	file := filepath.Join(p.LibDir, host.VerdictFile)
+	if p.VerdictErr != nil || p.Verdict == nil {
+		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("lib %s is installed; remove its earlier deep verdict %s: %w", p.LibDir, file, err)
+		}
+		return nil
+	}
+	if err := baked.WriteFile(file, p.Verdict); err != nil {
+		return fmt.Errorf("lib %s is installed, its deep verdict not written (each start checks linkage in full until it is): %w", p.LibDir, err)
+	}
+	return nil
 }

@@ -23,7 +23,17 @@ type Deep struct {
 	// defines it, then .additional from the config file.
 	ParentFirst     []string
 	ParentFirstFrom string // where the default came from
-	Err             error  // the deep facts could not be gathered; the rules say so
+	// ParentFirstDefault is how many of ParentFirst are the default's
+	// (the rest are .additional).
+	ParentFirstDefault int
+	Err                error // the deep facts could not be gathered; the rules say so
+
+	// Baked is the image's baked deep verdict when it applies (Lib is
+	// then its class index); VerdictErr says why the image's verdict file
+	// could not be used (the rules ran in full), at VerdictPath.
+	Baked       *Baked
+	VerdictErr  error
+	VerdictPath string
 }
 
 // Close releases the JARs the indexes keep open.
@@ -134,6 +144,7 @@ type Classpath struct {
 	Lib, Usrlib *Loader
 	classes     map[*payload.Archive]map[string]*parsed
 	parentFirst []string
+	baked       *Baked // answers for the classes of a baked class index
 
 	mu sync.Mutex // guards classes: prefetch parses on several goroutines
 	// resolvedOnly are the JARs whose classes are only resolved against
@@ -167,7 +178,7 @@ type parsed struct {
 // NewClasspath arranges the deep facts as Flink's class loaders do.
 func NewClasspath(d *Deep) *Classpath {
 	lib := &Loader{Name: "lib", JARs: d.Lib}
-	cp := &Classpath{Lib: lib, classes: map[*payload.Archive]map[string]*parsed{}}
+	cp := &Classpath{Lib: lib, classes: map[*payload.Archive]map[string]*parsed{}, baked: d.Baked}
 	if len(d.Usrlib) > 0 {
 		cp.Usrlib = &Loader{Name: "usrlib", JARs: d.Usrlib, Parent: lib, ParentFirst: d.ParentFirst}
 	}
@@ -188,6 +199,15 @@ func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, e
 	}
 	cp.mu.Unlock()
 	p := &parsed{}
+	if cp.baked != nil && cp.baked.Classes != nil {
+		if c, err, ok := cp.baked.Classes(a, name); ok {
+			p.c, p.err = c, err
+			cp.mu.Lock()
+			m[name] = p
+			cp.mu.Unlock()
+			return p.c, p.err
+		}
+	}
 	bp := classBuffers.Get().(*[]byte)
 	data, err := a.Class(name, *bp)
 	if err == nil {

@@ -34,6 +34,10 @@ type Facts struct {
 	// Libs is what the root filesystem offers the payloads' native
 	// libraries (the native-* rules); nil when their ELF was not read.
 	Libs *Libs
+	// Linkage says how the deep rules were given their facts at a start
+	// that may apply a baked deep verdict (host.Settings.Baked), for the
+	// log: applied, judged against its index, in full, or not at all.
+	Linkage string
 	// Config is the configuration the process about to start runs with;
 	// its zero value (no Dir) turns the config rules off.
 	Config Config

@@ -60,6 +60,10 @@ func (v *view) linkage() *linkage {
 	if v.Deep.Err != nil {
 		return v.link
 	}
+	if v.Deep.Baked != nil {
+		v.link = v.bakedLinkage() // baked.go
+		return v.link
+	}
 	cp := NewClasspath(v.Deep)
 	var jars []*deepJAR
 	for i, a := range v.Deep.Lib {

@@ -81,7 +81,7 @@ func Check(ctx context.Context, r Request) (*Verdict, error) {
 		v   *Verdict
 		err error
 	}
-	if r.Settings.Deep {
+	if r.Settings.Deep || r.Settings.Baked { // a baked verdict judges new usrlib JARs' classes
 		deepMemoryLimit()
 	}
 	done := make(chan result, 1)

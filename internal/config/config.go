@@ -43,7 +43,8 @@ type Config struct {
 	Level          string        // STREAMFUSION_LOG_LEVEL: trace, debug, info, warn or error; default info
 	LevelWarning   string        // set when STREAMFUSION_LOG_LEVEL was empty or invalid
 	Strict         bool          // STREAMFUSION_STRICT: warnings refuse
-	Linkage        bool          // STREAMFUSION_LINKAGE: the start checks shadowing and linkage too
+	Linkage        bool          // STREAMFUSION_LINKAGE=true: the start checks shadowing and linkage in full
+	NoLinkage      bool          // STREAMFUSION_LINKAGE=false: not even a baked deep verdict is applied
 	Timeout        time.Duration // STREAMFUSION_ADMISSION_TIMEOUT, default 30s
 	TerminationLog string        // STREAMFUSION_TERMINATION_LOG, default /dev/termination-log
 }
@@ -134,7 +135,7 @@ func FromEnv(env []string) (Config, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: STREAMFUSION_LINKAGE=%q; use true or false", ErrUsage, s))
 		}
-		c.Linkage = b
+		c.Linkage, c.NoLinkage = b, err == nil && !b
 	}
 	if s, ok := Lookup(env, "STREAMFUSION_ADMISSION_TIMEOUT"); ok && s != "" {
 		d, err := parseTimeout(s)
@@ -162,7 +163,7 @@ func parseTimeout(s string) (time.Duration, error) {
 // Flink's image entrypoint starts.
 func (c Config) HostSettings(goos, arch string) host.Settings {
 	return host.Settings{LibDir: c.LibDir, PluginsDir: c.PluginsDir, JavaHome: c.JavaHome, Path: c.Path,
-		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale, Deep: c.Linkage,
+		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale, Deep: c.Linkage, Baked: !c.Linkage && !c.NoLinkage,
 		ConfDir: c.ConfDir, FlinkProperties: c.FlinkProperties, Launch: host.LaunchImage,
 		Getenv: func(k string) (string, bool) { return Lookup(c.Environ, k) }}
 }

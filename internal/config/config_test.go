@@ -118,3 +118,27 @@ func TestFlinkConfigSettings(t *testing.T) {
 	assert.Equal(t, "/etc/flink", c.ConfDir)
 	assert.Empty(t, c.FlinkProperties)
 }
+
+// STREAMFUSION_LINKAGE is the switch of the deep rules at start: unset,
+// a baked deep verdict applies when lib has one; true checks in full;
+// false applies none.
+func TestLinkageSwitch(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		value       string
+		deep, baked bool
+	}{{"", false, true}, {"true", true, false}, {"false", false, false}, {"0", false, false}} {
+		env := []string{"PATH=/usr/bin"}
+		if c.value != "" {
+			env = append(env, "STREAMFUSION_LINKAGE="+c.value)
+		}
+		cfg, err := FromEnv(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := cfg.HostSettings("linux", "x86_64")
+		if s.Deep != c.deep || s.Baked != c.baked {
+			t.Errorf("STREAMFUSION_LINKAGE=%q: Deep %v, Baked %v; want %v, %v", c.value, s.Deep, s.Baked, c.deep, c.baked)
+		}
+	}
+}

@@ -46,6 +46,7 @@ func gatherDeep(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts)
 	d.Lib = open(f.Classpath)
 	d.Usrlib = open(f.Usrlib)
 	d.ParentFirst, d.ParentFirstFrom = defaultParentFirst(f.Classpath, d.Lib)
+	d.ParentFirstDefault = len(d.ParentFirst)
 	if s.ConfDir != "" {
 		file := confFile(fsys, s.ConfDir, distVersion(f.Classpath))
 		if extra := additionalParentFirst(fsys, file); len(extra) > 0 {

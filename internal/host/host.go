@@ -64,6 +64,10 @@ type Settings struct {
 	// shadowing and linkage rules read; the JARs stay open until
 	// Facts.Deep.Close.
 	Deep bool
+	// Baked, without Deep, applies lib's baked deep verdict (VerdictFile)
+	// when it has one: the JARs are fingerprinted as they are read and
+	// compared with it (gatherBaked); Facts.Linkage says what came of it.
+	Baked bool
 
 	// Native asks for the ELF facts of the native libraries of the
 	// payloads for the host's platform (payload.Options.Native) and what
@@ -167,7 +171,14 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	if s.Native || s.Deep {
 		native = f.Platform.Name()
 	}
-	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, native, len(names), progress)
+	var verdict *bakedFile
+	fingerprinted := 0 // how many of all are fingerprinted: lib and usrlib, with a verdict to compare
+	if s.Baked && !s.Deep {
+		if verdict = readVerdict(fsys, s.LibDir); verdict != nil && verdict.err == nil {
+			fingerprinted = len(names) + len(usrlib)
+		}
+	}
+	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, native, len(names), progress, fingerprinted)
 	if err != nil {
 		return nil, err
 	}
@@ -184,8 +195,11 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 		}
 		f.Libs = ReadLibs(fsys, f.Platform.Arch, release, f.Classpath, s.ReadLibVersions)
 	}
-	if s.Deep {
+	switch {
+	case s.Deep:
 		f.Deep = gatherDeep(ctx, fsys, s, f)
+	case s.Baked:
+		f.Deep, f.Linkage = gatherBaked(ctx, fsys, s, f, verdict)
 	}
 	return f, nil
 }
@@ -219,8 +233,11 @@ func distVersion(jars []*payload.JAR) string {
 
 func isDist(name string) bool { return admission.IsDist(path.Base(name)) }
 
-// readAll reads every JAR, a few at a time, keeping their order.
-func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, native string, nativeUpTo int, progress *Progress) ([]*payload.JAR, error) {
+// readAll reads every JAR, a few at a time, keeping their order; the
+// first nativeUpTo with the ELF facts of their native libraries for the
+// platform native (when not empty), the first fingerprinted with their
+// fingerprints.
+func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, native string, nativeUpTo int, progress *Progress, fingerprinted int) ([]*payload.JAR, error) {
 	if workers <= 0 {
 		workers = 2
 	}
@@ -236,7 +253,7 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read 
 			defer wg.Done()
 			for i := range next {
 				progress.begin("/" + names[i])
-				opt := payload.Options{Properties: isDist(names[i])}
+				opt := payload.Options{Properties: isDist(names[i]), Fingerprint: i < fingerprinted}
 				if i < nativeUpTo { // the classpath's: those the JVM loads libraries of
 					opt.Native = native
 				}

@@ -25,7 +25,9 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
+	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
@@ -62,6 +64,11 @@ type BakeOptions struct {
 	Usrlib     []File // job JARs for usrlib, beside lib
 	Epoch      int64  // SOURCE_DATE_EPOCH: every timestamp bake writes
 	BaseName   string
+	// DeepVerdict checks the baked image deep (shadowing and linkage)
+	// and writes its verdict and class index into lib (host.VerdictFile,
+	// internal/baked), which every start then applies for the price of
+	// the JARs' fingerprints.
+	DeepVerdict bool
 }
 
 // Refused is an image that would not start: its findings.
@@ -103,6 +110,9 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c, cfg.Architecture)
+	if opt.DeepVerdict {
+		opt.Read.Deep = true
+	}
 	if opt.Read.deepWanted(c) {
 		if opt.Read.keep, err = newKeeper(opt.Read.TempDir, opt.Read.Budget); err != nil {
 			return nil, nil, err
@@ -113,44 +123,14 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err != nil {
 		return nil, nil, err
 	}
-	layer, err := bakeLayer(baseView, c.LibDir, opt)
+	layer, err := bakeLayer(baseView, c.LibDir, opt, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	mt, err := base.MediaType()
+	img, err := bakedImage(base, layer, opt)
 	if err != nil {
 		return nil, nil, err
 	}
-	layerType := types.OCILayer
-	if mt == types.DockerManifestSchema2 {
-		layerType = types.DockerLayer
-	}
-	gz, err := compress(layer)
-	if err != nil {
-		return nil, nil, err
-	}
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(gz)), nil }, tarball.WithMediaType(layerType))
-	if err != nil {
-		return nil, nil, err
-	}
-	created := v1.Time{Time: epoch(opt.Epoch)}
-	img, err := mutate.Append(base, mutate.Addendum{Layer: l, MediaType: layerType, History: v1.History{
-		Created: created, CreatedBy: "streamfusion bake", Comment: "StreamFusion entrypoint and payloads",
-	}})
-	if err != nil {
-		return nil, nil, err
-	}
-	if img, err = mutate.CreatedAt(img, created); err != nil {
-		return nil, nil, err
-	}
-	anns := map[string]string{}
-	if opt.BaseName != "" {
-		anns[AnnotationBaseName] = opt.BaseName
-	}
-	if d, err := base.Digest(); err == nil {
-		anns[AnnotationBaseDigest] = d.String()
-	}
-	img = mutate.Annotations(img, anns).(v1.Image)
 
 	// Verify the result from the base's facts and the new layer's.
 	s := &scanner{sel: sel, tempDir: opt.Read.TempDir, keep: opt.Read.keep, layer: len(facts)}
@@ -180,14 +160,78 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}
-	res, err := decide(ctx, bakedCfg, bc, v, d)
+	var verdict []byte
+	var verdictErr error
+	var rules []admit.Rule
+	if opt.DeepVerdict && d != nil {
+		rules = append(rules, func(f *admission.Facts, dd *admission.Decision) []admission.Finding {
+			verdict, verdictErr = baked.Build(f, dd) // the archives are open until the rules have run
+			return nil
+		})
+	}
+	res, err := decide(ctx, bakedCfg, bc, v, d, rules...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}
 	if !res.Decision.Admitted() {
 		return nil, res, &Refused{Platform: res.Platform, Decision: res.Decision, Sources: sources(c.LibDir, opt)}
 	}
+	if opt.DeepVerdict {
+		if verdictErr != nil {
+			return nil, nil, fmt.Errorf("bake the deep verdict: %w", verdictErr)
+		}
+		// The same layer with the verdict in lib: a file Flink's
+		// classpath never sees, so the verdict of the image is the one
+		// just reached.
+		lib := strings.TrimPrefix(path.Clean("/"+c.LibDir), "/")
+		if layer, err = bakeLayer(baseView, c.LibDir, opt, map[string][]byte{lib + "/" + host.VerdictFile: verdict}); err != nil {
+			return nil, nil, err
+		}
+		if img, err = bakedImage(base, layer, opt); err != nil {
+			return nil, nil, err
+		}
+		res.Verdict = len(verdict)
+	}
 	return img, res, nil
+}
+
+// bakedImage appends the layer to base, with the image's environment,
+// creation time and annotations.
+func bakedImage(base v1.Image, layer []byte, opt BakeOptions) (v1.Image, error) {
+	mt, err := base.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	layerType := types.OCILayer
+	if mt == types.DockerManifestSchema2 {
+		layerType = types.DockerLayer
+	}
+	gz, err := compress(layer)
+	if err != nil {
+		return nil, err
+	}
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(gz)), nil }, tarball.WithMediaType(layerType))
+	if err != nil {
+		return nil, err
+	}
+	created := v1.Time{Time: epoch(opt.Epoch)}
+	img, err := mutate.Append(base, mutate.Addendum{Layer: l, MediaType: layerType, History: v1.History{
+		Created: created, CreatedBy: "streamfusion bake", Comment: "StreamFusion entrypoint and payloads",
+	}})
+	if err != nil {
+		return nil, err
+	}
+	if img, err = mutate.CreatedAt(img, created); err != nil {
+		return nil, err
+	}
+	anns := map[string]string{}
+	if opt.BaseName != "" {
+		anns[AnnotationBaseName] = opt.BaseName
+	}
+	if d, err := base.Digest(); err == nil {
+		anns[AnnotationBaseDigest] = d.String()
+	}
+	return mutate.Annotations(img, anns).(v1.Image), nil
 }
 
 // compress gzips the new layer; klauspost's gzip is several times faster
@@ -212,7 +256,8 @@ func compress(layer []byte) ([]byte, error) {
 // StreamFusion payloads of an earlier bake that this one replaces. Every
 // parent directory of what it writes carries the base's owner, group,
 // mode and time, so that the layer changes no directory of the base.
-func bakeLayer(base *view, libDir string, opt BakeOptions) ([]byte, error) {
+// extra are more files to write, by name (the deep verdict).
+func bakeLayer(base *view, libDir string, opt BakeOptions, extra map[string][]byte) ([]byte, error) {
 	entries := map[string]*tar.Header{}
 	data := map[string][]byte{}
 	add := func(name string, mode int64, b []byte) {
@@ -240,6 +285,17 @@ func bakeLayer(base *view, libDir string, opt BakeOptions) ([]byte, error) {
 	}
 	if err := addUsrlib(entries, add, lib, opt); err != nil {
 		return nil, err
+	}
+	for n, b := range extra {
+		add(n, PayloadMode, b)
+	}
+	if verdict := lib + "/" + host.VerdictFile; !opt.DeepVerdict {
+		if _, err := fs.Stat(base.fsys, verdict); err == nil {
+			// An earlier bake's verdict would not match what this one
+			// changes: remove it rather than leave every start a full check.
+			wh := lib + "/.wh." + host.VerdictFile
+			entries[wh] = &tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o644, ModTime: epoch(opt.Epoch), Format: tar.FormatPAX}
+		}
 	}
 	if len(opt.Payloads) > 0 {
 		// Re-baking replaces the payloads of the bake before.

@@ -61,6 +61,7 @@ func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	require.NoError(t, err)
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
 	s.Native = true // as Verify: the native-* rules' facts too
+	s.Baked = false // as verify reads: no baked verdict applied (its facts hold no bytes to fingerprint)
 	f, err := host.Gather(context.Background(), fsys, s, nil)
 	require.NoError(t, err)
 	return f

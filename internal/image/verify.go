@@ -155,6 +155,8 @@ type Result struct {
 	Platform v1.Platform
 	Facts    *admission.Facts
 	Decision *admission.Decision
+	// Verdict is the bytes of the deep verdict a bake wrote, 0 for none.
+	Verdict int
 }
 
 // ErrConfig marks an image whose StreamFusion settings are unusable.
@@ -224,18 +226,19 @@ func (o VerifyOptions) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFil
 // decide runs the entrypoint's own check on a merged view, with the
 // image guard as the image's own rule; with d, the deep check too, on
 // the JARs' bytes d holds.
-func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view, d *deepFS) (*Result, error) {
+func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view, d *deepFS, more ...admit.Rule) (*Result, error) {
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
 	s.ReadJAR = v.readJAR
 	s.ReadLibVersions = v.readLibVersions
 	s.Native = true // the native-* rules, always: the ELF facts came with the layers
 	s.Deep = d != nil
+	s.Baked = false // the facts hold no bytes to fingerprint: the image's deep check is d's
 	var root fs.FS = v.fsys
 	if d != nil {
 		root = d
 	}
 	guard := func(*admission.Facts, *admission.Decision) []admission.Finding { return Guard(v.fsys, cfg, c) }
-	verdict, err := admit.Check(ctx, admit.Request{Root: root, Settings: s, Rules: []admit.Rule{guard}})
+	verdict, err := admit.Check(ctx, admit.Request{Root: root, Settings: s, Rules: append([]admit.Rule{guard}, more...)})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
+	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
@@ -66,6 +67,11 @@ type Plan struct {
 	Changes  []Change
 	Facts    *admission.Facts    // of lib as it would be
 	Decision *admission.Decision // on lib as it would be
+	// Verdict is the deep verdict of lib as it would be (internal/baked),
+	// for the entrypoint to apply at start; nil when it could not be made
+	// (VerdictErr says why).
+	Verdict    []byte
+	VerdictErr error
 
 	data map[string][]byte // new files by name below lib
 }
@@ -176,7 +182,11 @@ func Decide(ctx context.Context, fsys fs.FS, s host.Settings, line string, paylo
 			Required: "line " + line, Fix: "install into a Flink " + line + " distribution, or ask for --flink-line " + cmp.Or(d.Line, "of the distribution")}}, extra...)
 	}
 	s.Deep = true // lib as it would be: shadowing and linkage too
-	v, err := admit.Check(ctx, admit.Request{Root: ov, Settings: s, Rules: []admit.Rule{asked}})
+	bake := func(f *admission.Facts, d *admission.Decision) []admission.Finding {
+		p.Verdict, p.VerdictErr = baked.Build(f, d) // while the archives are open
+		return nil
+	}
+	v, err := admit.Check(ctx, admit.Request{Root: ov, Settings: s, Rules: []admit.Rule{asked, bake}})
 	if err != nil {
 		return nil, err
 	}

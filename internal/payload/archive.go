@@ -127,6 +127,9 @@ func (a *Archive) Class(name string, buf []byte) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: no class %s", a.Path, name)
 	}
+	if a.d == nil {
+		return nil, fmt.Errorf("%s: no bytes of class %s (an index only)", a.Path, name)
+	}
 	data, err := classBytes(a.d, &ce.e, buf)
 	if err != nil {
 		return nil, fmt.Errorf("%s: read %s: %w", a.Path, ce.e.name, err)

@@ -37,6 +37,10 @@ type JAR struct {
 	Err     error
 	Entries int
 
+	// Fingerprint is the JAR's fingerprint when the read asked for it
+	// (Options.Fingerprint) and its directory could be read.
+	Fingerprint Fingerprint
+
 	// Manifest is the main section of META-INF/MANIFEST.MF; nil without one.
 	Manifest *Manifest
 
@@ -74,7 +78,8 @@ type JAR struct {
 
 // Options say which optional parts of a JAR a read looks at.
 type Options struct {
-	Properties bool // read .flink-runtime.version.properties (flink-dist)
+	Properties  bool // read .flink-runtime.version.properties (flink-dist)
+	Fingerprint bool // take the JAR's Fingerprint (a baked deep verdict is compared)
 
 	// Native, a platform as StreamFusion-Native-Platforms spells it
 	// (linux-x86_64), asks for the ELF facts (JAR.ELF) of the .so
@@ -151,6 +156,11 @@ func (j *JAR) scan(r io.ReaderAt, size int64, opt Options, depth int) error {
 	var c collector
 	if err := d.walk(func(name []byte, e *entry) bool { j.collect(&c, name, e, opt); return true }); err != nil {
 		return err
+	}
+	if opt.Fingerprint && depth == 0 {
+		if j.Fingerprint, err = d.fingerprint(); err != nil {
+			return err
+		}
 	}
 	if m := c.manifest; opt.known.same(d, m) {
 		j.Manifest = opt.known.manifest

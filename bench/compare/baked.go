@@ -1,0 +1,153 @@
+package main
+
+import (
+	"archive/zip"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// The budgets of a start with a baked deep verdict (issue 30), in the
+// same alternated run: an unchanged lib within 1.1x of the start without
+// deep checking; one new job JAR in usrlib at most 150 ms more; peak RSS
+// within 1.5x the minimal reader's and 16 MB.
+const (
+	bakedBudget    = 1.1
+	jobJARBudget   = 150 * time.Millisecond
+	bakedRSSRatio  = 1.5
+	bakedRSSBudget = 16 << 10 // KB
+)
+
+// jobJARs are the JARs shaded into the new usrlib job JAR (-job-jars).
+var jobJARs []string
+
+// bakeVerdict writes lib's deep verdict with the CLI, as bake does, and
+// says how long it took.
+func bakeVerdict(bin, root string, env []string) error {
+	cmd := exec.Command(filepath.Join(bin, "streamfusion"), "check", "--json", "--write-verdict", "--flink-home", filepath.Join(root, "opt/flink"))
+	cmd.Env = env
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("streamfusion check --write-verdict: %w: %.2000s", err, out)
+	}
+	info, err := os.Stat(filepath.Join(root, "opt/flink/lib/.streamfusion-deep-verdict"))
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nbaked verdict: `streamfusion check --write-verdict` %.2f s wall, %.2f s CPU; %d bytes\n",
+		time.Since(start).Seconds(), (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds(), info.Size())
+	return nil
+}
+
+// withJobJAR lays out a second Flink home beside root: lib's files hard
+// linked (the verdict too), and usrlib/job.jar shaded from jobJARs.
+func withJobJAR(root string) (string, error) {
+	home := root + "-job"
+	lib := filepath.Join(home, "opt/flink/lib")
+	_ = os.RemoveAll(home)
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		return "", err
+	}
+	for _, dir := range []string{"lib", "conf"} {
+		entries, _ := os.ReadDir(filepath.Join(root, "opt/flink", dir))
+		_ = os.MkdirAll(filepath.Join(home, "opt/flink", dir), 0o755)
+		for _, e := range entries {
+			if err := os.Link(filepath.Join(root, "opt/flink", dir, e.Name()), filepath.Join(home, "opt/flink", dir, e.Name())); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := os.Symlink(filepath.Join(root, "jdk"), filepath.Join(home, "jdk")); err != nil {
+		return "", err
+	}
+	usrlib := filepath.Join(home, "opt/flink/usrlib")
+	if err := os.MkdirAll(usrlib, 0o755); err != nil {
+		return "", err
+	}
+	if err := shade(filepath.Join(usrlib, "job.jar"), "org.apache.flink.connector.kafka.source.KafkaSource", jobJARs); err != nil {
+		return "", err
+	}
+	return home, nil
+}
+
+// shade writes a job JAR from the entries of srcs, the first of a name
+// kept (service files too, as the shade plugin does without its
+// ServicesResourceTransformer), with a Main-Class.
+func shade(out, mainClass string, srcs []string) error {
+	f, err := os.Create(out + ".tmp")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := zip.NewWriter(f)
+	m, err := w.Create("META-INF/MANIFEST.MF")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m, "Manifest-Version: 1.0\r\nMain-Class: %s\r\n\r\n", mainClass)
+	seen := map[string]bool{"META-INF/MANIFEST.MF": true}
+	for _, s := range srcs {
+		r, err := zip.OpenReader(s)
+		if err != nil {
+			return err
+		}
+		for _, e := range r.File {
+			if seen[e.Name] || strings.HasSuffix(e.Name, "/") {
+				continue
+			}
+			seen[e.Name] = true
+			if err := w.Copy(e); err != nil {
+				return fmt.Errorf("%s: %s: %w", s, e.Name, err)
+			}
+		}
+		r.Close()
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return os.Rename(out+".tmp", out)
+}
+
+// bakedVerdicts prints the lines of the baked-verdict budgets.
+func bakedVerdicts(cs []*contender) {
+	find := func(name string) *contender {
+		for _, c := range cs {
+			if c.name == name {
+				return c
+			}
+		}
+		return nil
+	}
+	baked, nodeep, job, reader := find(nameBaked), find(nameNoDeep), find(nameJob), find("minimal reader")
+	if baked == nil || nodeep == nil {
+		return
+	}
+	pass := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "FAIL"
+	}
+	ratio := func(a, b []time.Duration) float64 { return float64(median(a)) / float64(median(b)) }
+	wall, cpu := ratio(baked.runs, nodeep.runs), ratio(baked.cpu, nodeep.cpu)
+	fmt.Printf("budget %s: %s / %s: wall median %.2fx, CPU median %.2fx; at most %.2fx\n", pass(wall <= bakedBudget && cpu <= bakedBudget), baked.name, nodeep.name, wall, cpu, bakedBudget)
+	rss := slices.Max(baked.rss)
+	rr := float64(rss) / float64(slices.Max(reader.rss))
+	fmt.Printf("budget %s: %s peak RSS %.1f MB, %.2fx the minimal reader's; at most %.1fx and %d MB\n", pass(rr <= bakedRSSRatio && rss <= bakedRSSBudget), baked.name, float64(rss)/1024, rr, bakedRSSRatio, bakedRSSBudget>>10)
+	if job != nil {
+		added, addedCPU := median(job.runs)-median(baked.runs), median(job.cpu)-median(baked.cpu)
+		fmt.Printf("budget %s: %s over %s: wall median +%s, CPU median +%s, peak RSS %.1f MB; at most +%s\n", pass(added <= jobJARBudget), job.name, baked.name, ms(added), ms(addedCPU), float64(slices.Max(job.rss))/1024, ms(jobJARBudget))
+	}
+}
+
+// Contender names of the baked-verdict layouts.
+const (
+	nameBaked  = "entrypoint, baked verdict"
+	nameNoDeep = "entrypoint, STREAMFUSION_LINKAGE=false"
+	nameJob    = "entrypoint, baked verdict, new usrlib job JAR"
+)
