@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/install"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
@@ -75,6 +76,7 @@ func TestInstallKilledAtEveryStep(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	after := libState(t, home)
 	require.NotEqual(t, before, after)
+	require.FileExists(t, filepath.Join(home, "lib", host.VerdictFile), "the uninterrupted install writes the deep verdict")
 	steps := stepLine.FindAllStringSubmatch(r.stderr, -1)
 	lastPlace := 0 // the step that puts the last new file in place
 	for _, s := range steps {
