@@ -45,7 +45,11 @@ import (
 //     signature)"), where archive/zip tries the directory offset as it
 //     stands; when bytes follow the end record and no central and local
 //     header start where it says, JarFile does not trust it, where
-//     archive/zip does. Ours must refuse.
+//     archive/zip does. Ours must refuse. And where the first local
+//     header would lie after the file's start, archive/zip reads the
+//     directory at the offset as it stands whenever a central header
+//     starts there (prefix-holds-directory); JarFile reads the implied
+//     one. Ours must not read a manifest archive/zip does not.
 //   - policySize: JarFile reads a manifest of up to 64 KiB by the size
 //     its central header declares, exactly that many bytes; archive/zip
 //     refuses an entry whose data runs longer. This oracle reads as
@@ -76,6 +80,16 @@ func FuzzReadDiff(f *testing.F) {
 	f.Add(base)
 	f.Add(append([]byte("#!/bin/sh\nexec java -jar \"$0\"\n"), base...))
 	f.Add(append(append([]byte(nil), base...), "junk"...))
+	// Its own entries and directory prepended, the real directory's second
+	// record broken: archive/zip reads the copy at the raw offset, JarFile
+	// refuses (FuzzReadDiff/8e6e90fa4c87d71b, the prefix-holds-directory
+	// cases of the JVM corpus).
+	endAt := bytes.LastIndex(base, []byte("PK\x05\x06"))
+	cen := int(binary.LittleEndian.Uint32(base[endAt+16:]))
+	prefix := cen + int(binary.LittleEndian.Uint32(base[endAt+12:]))
+	shadowed := append(base[:prefix:prefix], base...)
+	shadowed[prefix+cen+46+int(binary.LittleEndian.Uint16(base[cen+28:]))+int(binary.LittleEndian.Uint16(base[cen+30:]))+int(binary.LittleEndian.Uint16(base[cen+32:]))] ^= 0xff
+	f.Add(shadowed)
 	var commented bytes.Buffer
 	w := zip.NewWriter(&commented)
 	mf, _ := w.Create("META-INF/MANIFEST.MF")
@@ -170,6 +184,9 @@ func stdManifest(data []byte) (stdReading, error) {
 	if negativeBase(data) {
 		r.cen = true // policyBase: JarFile refuses, so must ours
 	}
+	if rawDirectory(data) {
+		r.cen = true // policyBase: archive/zip reads a directory JarFile does not
+	}
 	if !endVerified(data) {
 		r.cen, r.untrusted = true, true // policyBase, policyEndSearch
 	}
@@ -260,6 +277,22 @@ func negativeBase(data []byte) bool {
 	// (the jdk-jar+prepend-script cases read only with the implied one).
 	cen := int64(end) - size
 	return size > 0 && cen >= 0 && !bytes.HasPrefix(data[cen:], []byte("PK\x01\x02"))
+}
+
+// rawDirectory tells whether archive/zip reads the directory at the end
+// record's offset as it stands, not where the end record implies: it does
+// so whenever the implied start of the archive is after the file's and a
+// central header starts at the raw offset (JarFile never does; the
+// prefix-holds-directory cases of the JVM corpus,
+// FuzzReadDiff/8e6e90fa4c87d71b).
+func rawDirectory(data []byte) bool {
+	end := lastEnd(data)
+	if end < 0 {
+		return false
+	}
+	size := int64(binary.LittleEndian.Uint32(data[end+12:]))
+	off := int64(binary.LittleEndian.Uint32(data[end+16:]))
+	return int64(end)-size-off > 0 && off+46 <= int64(len(data)) && bytes.HasPrefix(data[off:], []byte("PK\x01\x02"))
 }
 
 // endVerified tells whether JarFile would trust the last end record: one

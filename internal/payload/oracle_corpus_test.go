@@ -368,6 +368,21 @@ func corruptCases(t *testing.T, good []corpusCase) []corpusCase {
 		}
 		mess("prepend-script", "a launch script prepended, offsets not adjusted (Spring Boot style)",
 			func(b []byte) []byte { return append([]byte(launchScript), b...) })
+		// archive/zip, finding a sound central header at the end record's
+		// directory offset taken as it stands, reads that one and ignores
+		// the prefix; JarFile reads only the directory the end record
+		// implies (FuzzReadDiff/8e6e90fa4c87d71b). The prefix here is the
+		// archive's own entries and directory, so the raw offset holds a
+		// sound copy of the directory.
+		mess("prefix-holds-directory", "its own entries and directory prepended, offsets not adjusted",
+			func(b []byte) []byte { return append(b[:centralEnd(t, b):centralEnd(t, b)], b...) })
+		mess("prefix-holds-directory+damaged", "its own entries and directory prepended, the real directory's second record broken",
+			func(b []byte) []byte {
+				prefix := centralEnd(t, b)
+				out := append(b[:prefix:prefix], b...)
+				out[prefix+secondCentral(t, b)] ^= 0xff
+				return out
+			})
 		mess("junk-appended", "junk after the end record",
 			func(b []byte) []byte { return append(b, bytes.Repeat([]byte("junk"), 64)...) })
 		mess("truncated-1", "the last byte cut off", func(b []byte) []byte { return b[:len(b)-1] })
@@ -395,6 +410,21 @@ func centralOffset(t *testing.T, b []byte) int {
 		t.Fatal("no end record")
 	}
 	return int(binary.LittleEndian.Uint32(b[i+16:]))
+}
+
+// centralEnd is where the central directory of a sound archive ends.
+func centralEnd(t *testing.T, b []byte) int {
+	i := bytes.LastIndex(b, []byte("PK\x05\x06"))
+	if i < 0 {
+		t.Fatal("no end record")
+	}
+	return centralOffset(t, b) + int(binary.LittleEndian.Uint32(b[i+12:]))
+}
+
+// secondCentral is where the second central header of a sound archive starts.
+func secondCentral(t *testing.T, b []byte) int {
+	off := centralOffset(t, b)
+	return off + 46 + int(binary.LittleEndian.Uint16(b[off+28:])) + int(binary.LittleEndian.Uint16(b[off+30:])) + int(binary.LittleEndian.Uint16(b[off+32:]))
 }
 
 // lastDataOffset is where the data of the last entry with data starts.
