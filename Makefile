@@ -146,7 +146,6 @@ k8s-tools:
 	scripts/fetch-flink-jars internal/webhook/testdata/operator-api.txt $(OPERATOR_API) >/dev/null
 test-k8s: k8s-tools
 	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer|TestRealAudit' ./internal/webhook/
-	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer' ./internal/webhook/
 # The webhook under load (docs/performance.md, "The webhook under load"):
 # warm reviews over HTTP/2 at 1, 8, 32 and 128 in flight against the
 # webhook and a trivial HTTPS echo server, each in a process of its own;
