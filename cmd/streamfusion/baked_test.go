@@ -18,13 +18,7 @@ import (
 func TestInstallAndCheckWriteTheDeepVerdict(t *testing.T) {
 	home, env := flinkHome(t, testkit.Dist{Flink: "2.2.1"})
 	verdict := filepath.Join(home, "lib", host.VerdictFile)
-	started := func(t *testing.T) string {
-		t.Helper()
-		s := host.Settings{LibDir: filepath.Join(home, "lib"), JavaHome: env["JAVA_HOME"], OS: "linux", Arch: "x86_64", Baked: true}
-		f, err := host.Gather(context.Background(), os.DirFS("/"), s, nil)
-		require.NoError(t, err)
-		return f.Linkage
-	}
+	started := func(t *testing.T) string { return startLinkage(t, home, env) }
 
 	code, _, stderr := cli(t, env, append([]string{"install", "--flink-home", home, "--flink-line", "2.2"}, jarArgs(t, "2.2", nil)...)...)
 	require.Equal(t, 0, code, stderr)
@@ -37,4 +31,14 @@ func TestInstallAndCheckWriteTheDeepVerdict(t *testing.T) {
 	require.Equal(t, 0, code, "%s\n%s", out, stderr)
 	require.FileExists(t, verdict)
 	assert.Contains(t, started(t), "the baked deep verdict applies")
+}
+
+// startLinkage is what a start on home says of the deep check: the
+// entrypoint's gathering on the same files.
+func startLinkage(t *testing.T, home string, env map[string]string) string {
+	t.Helper()
+	s := host.Settings{LibDir: filepath.Join(home, "lib"), JavaHome: env["JAVA_HOME"], OS: "linux", Arch: "x86_64", Baked: true}
+	f, err := host.Gather(context.Background(), os.DirFS("/"), s, nil)
+	require.NoError(t, err)
+	return f.Linkage
 }

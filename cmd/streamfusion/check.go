@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,27 +78,9 @@ func (o *checkOptions) run(c *cobra.Command, env []string) error {
 	if err != nil {
 		return err
 	}
-	s.Deep = true // shadowing and linkage: the CLI always checks them
-	var verdict []byte
-	var verdictErr error
-	var rules []admit.Rule
-	if o.WriteVerdict {
-		rules = append(rules, func(f *admission.Facts, d *admission.Decision) []admission.Finding {
-			verdict, verdictErr = baked.Build(f, d) // while the archives are open
-			return nil
-		})
-	}
-	v, err := admit.Check(c.Context(), admit.Request{Root: os.DirFS("/"), Settings: s, Rules: rules})
+	v, err := deepCheck(c.Context(), s, o.WriteVerdict)
 	if err != nil {
 		return err
-	}
-	if o.WriteVerdict && v.Err() == nil {
-		if verdictErr != nil {
-			return verdictErr
-		}
-		if err := baked.WriteFile(filepath.Join(s.LibDir, host.VerdictFile), verdict); err != nil {
-			return err
-		}
 	}
 	r := report.New(v.Facts, v.Decision)
 	if o.JSON {
@@ -109,4 +92,33 @@ func (o *checkOptions) run(c *cobra.Command, env []string) error {
 		return err
 	}
 	return reported(v.Err())
+}
+
+// deepCheck checks the distribution s names as check does, shadowing and
+// linkage included, and with write, when it is admitted, writes lib's deep
+// verdict and class index beside it for every start to apply.
+func deepCheck(ctx context.Context, s host.Settings, write bool) (*admit.Verdict, error) {
+	s.Deep = true // shadowing and linkage: the CLI always checks them
+	var verdict []byte
+	var verdictErr error
+	var rules []admit.Rule
+	if write {
+		rules = append(rules, func(f *admission.Facts, d *admission.Decision) []admission.Finding {
+			verdict, verdictErr = baked.Build(f, d) // while the archives are open
+			return nil
+		})
+	}
+	v, err := admit.Check(ctx, admit.Request{Root: os.DirFS("/"), Settings: s, Rules: rules})
+	if err != nil {
+		return nil, err
+	}
+	if write && v.Err() == nil {
+		if verdictErr != nil {
+			return nil, verdictErr
+		}
+		if err := baked.WriteFile(filepath.Join(s.LibDir, host.VerdictFile), verdict); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
 }

@@ -110,6 +110,10 @@ func TestInstallKilledAtEveryStep(t *testing.T) {
 			require.Equal(t, 0, r.code, r.stderr)
 			if n >= lastPlace {
 				assert.Equal(t, after, libState(t, home), "every new file was in place: completed (%s)", r.stdout)
+				if strings.Contains(r.stdout, install.Completed) {
+					assert.Contains(t, startLinkage(t, home, env), "the baked deep verdict applies",
+						"a completed recovery writes lib's deep verdict, as the uninterrupted install does")
+				}
 			} else {
 				assert.Equal(t, before, libState(t, home), "rolled back (%s)", r.stdout)
 			}

@@ -114,7 +114,10 @@ func (o *installOptions) run(c *cobra.Command, env, args []string) error {
 			return fmt.Errorf("recover the install into %s: %w", lib, err)
 		}
 		fmt.Fprintf(c.OutOrStdout(), "%s: %s\n", lib, r)
-		return nil
+		if r.Outcome == install.Completed {
+			return recoveredVerdict(c, s)
+		}
+		return nil // lib as before: its verdict, if any, describes it again
 	}
 	rs, err := o.Maven.resolveAll(c, env, "", args)
 	if err != nil {
@@ -226,6 +229,26 @@ func writePlan(w io.Writer, p *install.Plan, refused, dryRun bool) {
 			fmt.Fprintf(w, "  %-8s %-32s %s from %s\n", ch.Op, ch.Name, describeID(ch.Identity), ch.Source)
 		}
 	}
+}
+
+// recoveredVerdict gives the lib a completed recovery left its deep
+// verdict, as the uninterrupted install would have: the earlier one
+// describes the lib before the install, so every start would otherwise
+// check linkage in full. A lib the deep check refuses keeps none.
+func recoveredVerdict(c *cobra.Command, s host.Settings) error {
+	v, err := deepCheck(c.Context(), s, true)
+	if err == nil && v.Err() == nil {
+		return nil
+	}
+	file := filepath.Join(s.LibDir, host.VerdictFile)
+	if rmErr := os.Remove(file); rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+		return fmt.Errorf("remove the deep verdict %s of lib before the install: %w", file, rmErr)
+	}
+	if err == nil {
+		err = v.Err()
+	}
+	fmt.Fprintf(c.ErrOrStderr(), "streamfusion: lib %s is recovered, but its deep verdict was not written (%v); each start checks linkage in full until `streamfusion check --write-verdict` writes it\n", s.LibDir, err)
+	return nil
 }
 
 // writeVerdict writes the deep verdict of the installed lib beside it,
