@@ -211,6 +211,10 @@ bench-image: build
 # 256 MB; with LINKAGE_CHECKER=1, Google's Linkage Checker 1.5.15 (by Maven
 # coordinates) on the same JARs. See docs/performance.md.
 LINKAGE_RUNS ?= 7
+# The largest real bundles, each alone on its own release (issue 28): Hive's
+# SQL bundle. Hudi's bundles are not served by the registry CI uses
+# (internal/realflink/testdata/ecosystem-unserved.txt).
+LINKAGE_BUNDLES ?= 1.20.3:flink-sql-connector-hive-2.3.10_2.12-1.20.0
 # The class-file parser against javap on real classes (a JDK; the real JARs).
 test-classfile-jvm: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
@@ -232,6 +236,7 @@ bench-linkage: build flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
 	go build -o bin/bench-linkage ./bench/linkage
 	bin/bench-linkage -bin bin -flink-lib $(FLINK_DIST)/2.2.0/lib -jars $(FLINK_JARS) -runs $(LINKAGE_RUNS) \
+		-flink-dist $(FLINK_DIST) -bundles $(LINKAGE_BUNDLES) \
 		$(if $(LINKAGE_CHECKER),-linkage-checker "$$(scripts/linkage-checker-classpath)")
 # --- end
 

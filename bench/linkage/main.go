@@ -30,6 +30,8 @@ func main() {
 	runs := flag.Int("runs", 7, "runs of each contender")
 	checker := flag.String("linkage-checker", "", "a classpath (java -cp) of Linkage Checker 1.5.15; empty: not run")
 	layoutOnly := flag.Bool("layout-only", false, "write the Flink home and the job JAR, print the home's path, measure nothing")
+	bundles := flag.String("bundles", "", "comma-separated RELEASE:JAR (a name in -jars without .jar), each bundle checked alone on the real RELEASE's lib under -flink-dist: the largest real bundles against the same budget")
+	flinkDist := flag.String("flink-dist", "", "the real distributions' cache (scripts/fetch-flink-dist), for -bundles")
 	flag.Parse()
 	if *layoutOnly {
 		out = os.Stderr // stdout is the home's path
@@ -92,6 +94,11 @@ func main() {
 	ourCPU := median(cpu[ours[0]])
 	fmt.Printf("CPU time (user+system): median %v; on a shared machine wall time is CPU time plus the wait for a CPU\n", ourCPU.Round(time.Millisecond))
 	fmt.Printf("budget: 3 s and 256 MB: wall %.2fx of the budget, CPU %.2fx, memory %.2fx\n", med.Seconds()/3, ourCPU.Seconds()/3, float64(slices.Max(rss)>>10)/256)
+	for _, b := range strings.Split(*bundles, ",") {
+		if b != "" {
+			must(bundle(*bin, *flinkDist, *jarsDir, *work, b, *runs))
+		}
+	}
 	if *checker != "" {
 		argv := []string{"java", "-cp", *checker, "com.google.cloud.tools.opensource.classpath.LinkageCheckerMain", "-j", strings.Join(all, ",")}
 		var ct []time.Duration
@@ -104,6 +111,51 @@ func main() {
 		fmt.Printf("Linkage Checker: median %v wall, %v CPU over %d runs, peak RSS %d MB; ratio %.1fx wall, %.1fx CPU\n",
 			median(ct).Round(time.Millisecond), lcCPU.Round(time.Millisecond), len(ct), slices.Max(cr)>>10, median(ct).Seconds()/med.Seconds(), lcCPU.Seconds()/ourCPU.Seconds())
 	}
+}
+
+// bundle measures `streamfusion check` on one large real bundle placed
+// alone in the lib of the release it is built for (release:jar), against
+// the same budget as the layout.
+func bundle(bin, dist, jars, work, spec string, runs int) error {
+	release, name, ok := strings.Cut(spec, ":")
+	if !ok || dist == "" {
+		return fmt.Errorf("-bundles %q: want RELEASE:JAR and -flink-dist", spec)
+	}
+	home := filepath.Join(work, "bundle-"+release)
+	lib := filepath.Join(home, "lib")
+	if err := os.RemoveAll(home); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		return err
+	}
+	libJARs, err := filepath.Glob(filepath.Join(dist, release, "lib", "*.jar"))
+	if err != nil || len(libJARs) == 0 {
+		return fmt.Errorf("no lib of Flink %s under %s", release, dist)
+	}
+	for _, j := range append(libJARs, filepath.Join(jars, name+".jar")) {
+		if _, err := os.Stat(j); err != nil {
+			return err
+		}
+		if err := os.Symlink(j, filepath.Join(lib, filepath.Base(j))); err != nil {
+			return err
+		}
+	}
+	argv := []string{filepath.Join(bin, "streamfusion"), "check", "--json", "--flink-home", home}
+	var times []time.Duration
+	var rss []int64
+	findings := 0
+	delete(cpu, argv[0])
+	for range runs {
+		d, r, out := run(argv)
+		times, rss = append(times, d), append(rss, r)
+		findings = strings.Count(out, `"rule"`)
+	}
+	med, c := median(times), median(cpu[argv[0]])
+	fmt.Printf("bundle %s on %s alone: median %v wall, %v CPU over %d runs, peak RSS %d MB, %d findings; budget 3 s and 256 MB: wall %.2fx, CPU %.2fx, memory %.2fx\n",
+		name, release, med.Round(time.Millisecond), c.Round(time.Millisecond), runs, slices.Max(rss)>>10, findings,
+		med.Seconds()/3, c.Seconds()/3, float64(slices.Max(rss)>>10)/256)
+	return nil
 }
 
 // cpu is the CPU time (user and system) of every run, by contender.
