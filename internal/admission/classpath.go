@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/jvm"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
@@ -46,93 +47,12 @@ func (d *Deep) Close() {
 	}
 }
 
-// Loader is one class loader of the classpath model: its JARs in search
-// order, and a parent it delegates to. lib's loader has no parent; usrlib's
-// is child-first over lib except for the parent-first patterns. The planner
-// loader's nested planner is not in lib's JARs: lib cannot see it.
-type Loader struct {
-	Name        string
-	JARs        []*payload.Archive
-	Parent      *Loader
-	ParentFirst []string // binary-name prefixes (a.b.) the parent answers first
-
-	index map[string]*payload.Archive // class -> the first of JARs holding it, built on first use
-}
-
-// Find returns the JAR the loader takes a class from (internal name), nil
-// when none of the JARs it searches has it.
-func (l *Loader) Find(name string) *payload.Archive {
-	if l == nil {
-		return nil
-	}
-	if l.Parent != nil && l.parentFirst(name) {
-		if a := l.Parent.Find(name); a != nil {
-			return a
-		}
-		return l.own(name)
-	}
-	if a := l.own(name); a != nil {
-		return a
-	}
-	return l.Parent.Find(name)
-}
-
-func (l *Loader) own(name string) *payload.Archive {
-	if l.index == nil {
-		// One map for the loader's JARs, the first JAR of a name winning:
-		// a lookup is one probe, not one per JAR.
-		n := 0
-		for _, a := range l.JARs {
-			if a != nil {
-				n += len(a.Classes)
-			}
-		}
-		l.index = make(map[string]*payload.Archive, n)
-		for i := len(l.JARs) - 1; i >= 0; i-- {
-			if a := l.JARs[i]; a != nil {
-				for c := range a.Classes {
-					l.index[c] = a
-				}
-			}
-		}
-	}
-	return l.index[name]
-}
-
-func (l *Loader) parentFirst(name string) bool {
-	for _, p := range l.ParentFirst {
-		if p != "" && binaryPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// binaryPrefix says whether the binary name of internal (dots for
-// slashes) starts with p, without making it: every Find through usrlib
-// asks.
-func binaryPrefix(internal, p string) bool {
-	if len(internal) < len(p) {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		c := internal[i]
-		if c == '/' {
-			c = '.'
-		}
-		if c != p[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// Searched says where the loader looks for a class, for a finding.
-func (l *Loader) Searched(name string) string {
+// searched says where a loader looks for a class, for a finding.
+func searched(l *jvm.Loader, name string) string {
 	switch {
 	case l.Parent == nil:
 		return "lib (" + plural(len(l.JARs), "JAR") + ", flink-dist last)"
-	case l.parentFirst(name):
+	case l.ParentFirstFor(name):
 		return "lib, then usrlib (parent-first pattern)"
 	default:
 		return "usrlib, then lib (child-first)"
@@ -141,7 +61,7 @@ func (l *Loader) Searched(name string) string {
 
 // Classpath is the model every caller uses: lib's loader and usrlib's.
 type Classpath struct {
-	Lib, Usrlib *Loader
+	Lib, Usrlib *jvm.Loader
 	classes     map[*payload.Archive]map[string]*parsed
 	parentFirst []string
 	baked       *Baked // answers for the classes of a baked class index
@@ -177,10 +97,10 @@ type parsed struct {
 
 // NewClasspath arranges the deep facts as Flink's class loaders do.
 func NewClasspath(d *Deep) *Classpath {
-	lib := &Loader{Name: "lib", JARs: d.Lib}
+	lib := &jvm.Loader{Name: "lib", JARs: d.Lib}
 	cp := &Classpath{Lib: lib, classes: map[*payload.Archive]map[string]*parsed{}, baked: d.Baked}
 	if len(d.Usrlib) > 0 {
-		cp.Usrlib = &Loader{Name: "usrlib", JARs: d.Usrlib, Parent: lib, ParentFirst: d.ParentFirst}
+		cp.Usrlib = &jvm.Loader{Name: "usrlib", JARs: d.Usrlib, Parent: lib, ParentFirst: d.ParentFirst}
 	}
 	return cp
 }
@@ -277,7 +197,7 @@ func (cp *Classpath) isParsed(a *payload.Archive, name string) bool {
 }
 
 // loaderOf is the loader that defines a JAR's classes.
-func (cp *Classpath) loaderOf(a *payload.Archive) *Loader {
+func (cp *Classpath) loaderOf(a *payload.Archive) *jvm.Loader {
 	if cp.Usrlib != nil {
 		for _, u := range cp.Usrlib.JARs {
 			if u == a {
@@ -286,73 +206,6 @@ func (cp *Classpath) loaderOf(a *payload.Archive) *Loader {
 		}
 	}
 	return cp.Lib
-}
-
-// DefaultParentFirst returns classloader.parent-first-patterns.default as
-// the static initializer of flink-dist's CoreOptions builds it: the string
-// constants loaded between the option's key and the store into
-// ALWAYS_PARENT_FIRST_LOADER_PATTERNS, with the strings of any array field
-// the initializer stored earlier and reads in between (the logging
-// patterns). Only strings that look like package prefixes count (the
-// description's prose does not).
-func DefaultParentFirst(c *classfile.Class) ([]string, bool) {
-	const key = "classloader.parent-first-patterns.default"
-	stored := map[string][]string{} // field -> strings loaded since the previous store
-	var pending []string
-	var patterns []string
-	in := false
-	for _, insn := range c.Init {
-		switch {
-		case insn.String != "":
-			if insn.String == key {
-				in, patterns = true, nil
-				continue
-			}
-			if in {
-				if isPattern(insn.String) {
-					patterns = append(patterns, insn.String)
-				}
-			} else {
-				pending = append(pending, insn.String)
-			}
-		case insn.Op == 0xb2 && in && insn.Owner == c.Name: // getstatic of an earlier array
-			patterns = append(patterns, stored[insn.Name]...)
-		case insn.Op == 0xb3: // putstatic
-			if in && insn.Name == "ALWAYS_PARENT_FIRST_LOADER_PATTERNS" {
-				return patterns, len(patterns) > 0
-			}
-			if !in {
-				var keep []string
-				for _, s := range pending {
-					if isPattern(s) {
-						keep = append(keep, s)
-					}
-				}
-				stored[insn.Name] = keep
-				pending = nil
-			}
-		}
-	}
-	return nil, false
-}
-
-// isPattern: a Java package prefix, dots and identifier characters only,
-// as the parent-first patterns are written.
-func isPattern(s string) bool {
-	if s == "" || strings.Contains(s, "-") {
-		return false
-	}
-	dot := false
-	for _, r := range s {
-		switch {
-		case r == '.':
-			dot = true
-		case r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
-		default:
-			return false
-		}
-	}
-	return dot
 }
 
 func plural(n int, what string) string {

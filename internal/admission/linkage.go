@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/jvm"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
@@ -37,7 +38,7 @@ const (
 type deepJAR struct {
 	jar     *payload.JAR
 	archive *payload.Archive
-	loader  *Loader
+	loader  *jvm.Loader
 	usrlib  bool
 	host    bool     // the host's own: not judged, only resolved against
 	sev     Severity // of its findings
@@ -109,7 +110,7 @@ func (v *view) hostOwn(j *payload.JAR) bool {
 	return strings.HasPrefix(manifestValue(j, "Bundle-SymbolicName"), "org.apache.logging.log4j")
 }
 
-func (v *view) deepJAR(j *payload.JAR, a *payload.Archive, l *Loader, usrlib bool) *deepJAR {
+func (v *view) deepJAR(j *payload.JAR, a *payload.Archive, l *jvm.Loader, usrlib bool) *deepJAR {
 	d := &deepJAR{jar: j, archive: a, loader: l, usrlib: usrlib, sev: Warning}
 	d.host = !usrlib && v.hostOwn(j)
 	if usrlib || v.byPath[j.Path] != nil || v.stockRequired(j) {
@@ -208,14 +209,14 @@ func (v *view) shadowing(r *resolver, cp *Classpath, jars []*deepJAR) []Finding 
 			continue
 		}
 		for _, name := range sortedClasses(j.archive) {
-			if cp.Usrlib.Find(name) != j.archive && !cp.Usrlib.parentFirst(name) {
+			if cp.Usrlib.Find(name) != j.archive && !cp.Usrlib.ParentFirstFor(name) {
 				continue // an earlier usrlib JAR's copy: reported above
 			}
 			la := cp.Lib.Find(name)
 			if la == nil || !differ(j.archive, la, name) {
 				continue
 			}
-			if cp.Usrlib.parentFirst(name) {
+			if cp.Usrlib.ParentFirstFor(name) {
 				hide(libJARs[la], j, name)
 			} else {
 				hide(j, libJARs[la], name)
@@ -334,12 +335,12 @@ func (v *view) droppedPackages(js []*deepJAR) map[string]droppedBy {
 // name alone hashes only the string (a (loader, name) struct key took the
 // generic map path, its hash and equality a twentieth of the CPU).
 type perLoader[V any] struct {
-	ls []*Loader
+	ls []*jvm.Loader
 	ms []map[string]V
 }
 
 // of returns l's map, made on first use.
-func (p *perLoader[V]) of(l *Loader) map[string]V {
+func (p *perLoader[V]) of(l *jvm.Loader) map[string]V {
 	for i, x := range p.ls {
 		if x == l {
 			return p.ms[i]
@@ -401,7 +402,7 @@ type edge struct{ from, missing string }
 // load resolves a class through l and returns the first edge of its
 // hierarchy (superclass first, then interfaces, depth first) to a class
 // with no class file; the zero edge when every class of it loads.
-func (r *resolver) load(l *Loader, name string) edge {
+func (r *resolver) load(l *jvm.Loader, name string) edge {
 	if jdk(name) {
 		return edge{}
 	}
@@ -441,7 +442,7 @@ func (r *resolver) load(l *Loader, name string) edge {
 
 // class returns the class l resolves name to, parsed, with its defining
 // loader; nil for a JDK class or one that does not load.
-func (r *resolver) class(l *Loader, name string) (*classfile.Class, *Loader, *payload.Archive) {
+func (r *resolver) class(l *jvm.Loader, name string) (*classfile.Class, *jvm.Loader, *payload.Archive) {
 	if jdk(name) {
 		return nil, nil, nil
 	}
@@ -458,7 +459,7 @@ func (r *resolver) class(l *Loader, name string) (*classfile.Class, *Loader, *pa
 
 // lookup is the JVMS 5.4.3 search for a member; found is true also when
 // the search reaches a class it cannot see into (the JDK's).
-func (r *resolver) lookup(l *Loader, ref classfile.Ref) (found bool, looked []string) {
+func (r *resolver) lookup(l *jvm.Loader, ref classfile.Ref) (found bool, looked []string) {
 	declares := func(c *classfile.Class) bool {
 		ms := c.Methods
 		if ref.Kind == classfile.Field {
@@ -480,7 +481,7 @@ func (r *resolver) lookup(l *Loader, ref classfile.Ref) (found bool, looked []st
 	}
 	// supers walks the superclass chain from c; unknown when it reaches a
 	// JDK class whose members are not known here.
-	supers := func(c *classfile.Class, l *Loader, visit func(*classfile.Class, *Loader) bool) (hit, unknown bool) {
+	supers := func(c *classfile.Class, l *jvm.Loader, visit func(*classfile.Class, *jvm.Loader) bool) (hit, unknown bool) {
 		for c != nil {
 			looked = append(looked, c.Name)
 			if visit(c, l) {
@@ -501,8 +502,8 @@ func (r *resolver) lookup(l *Loader, ref classfile.Ref) (found bool, looked []st
 		}
 		return false, true
 	}
-	var ifaces func(c *classfile.Class, l *Loader, seen map[string]bool) (hit, unknown bool)
-	ifaces = func(c *classfile.Class, l *Loader, seen map[string]bool) (bool, bool) {
+	var ifaces func(c *classfile.Class, l *jvm.Loader, seen map[string]bool) (hit, unknown bool)
+	ifaces = func(c *classfile.Class, l *jvm.Loader, seen map[string]bool) (bool, bool) {
 		unknown := false
 		for _, i := range c.Interfaces {
 			if seen[i] {
@@ -539,7 +540,7 @@ func (r *resolver) lookup(l *Loader, ref classfile.Ref) (found bool, looked []st
 	allInterfaces := func() (bool, bool) {
 		seen := map[string]bool{}
 		unknown := false
-		hit, u := supers(c, cl, func(k *classfile.Class, kl *Loader) bool {
+		hit, u := supers(c, cl, func(k *classfile.Class, kl *jvm.Loader) bool {
 			h, uu := ifaces(k, kl, seen)
 			unknown = unknown || uu
 			return h
@@ -550,7 +551,7 @@ func (r *resolver) lookup(l *Loader, ref classfile.Ref) (found bool, looked []st
 	case classfile.Field:
 		// The class, its superinterfaces, then its superclass, recursively:
 		// the order differs, the set searched does not.
-		if hit, u := supers(c, cl, func(k *classfile.Class, _ *Loader) bool { return declares(k) }); hit || u {
+		if hit, u := supers(c, cl, func(k *classfile.Class, _ *jvm.Loader) bool { return declares(k) }); hit || u {
 			return true, looked
 		}
 		hit, u := allInterfaces()
@@ -563,7 +564,7 @@ func (r *resolver) lookup(l *Loader, ref classfile.Ref) (found bool, looked []st
 		hit, u := ifaces(c, cl, map[string]bool{})
 		return hit || u, uniq(looked)
 	default:
-		if hit, u := supers(c, cl, func(k *classfile.Class, _ *Loader) bool { return declares(k) }); hit || u {
+		if hit, u := supers(c, cl, func(k *classfile.Class, _ *jvm.Loader) bool { return declares(k) }); hit || u {
 			return true, looked
 		}
 		hit, u := allInterfaces()
@@ -665,7 +666,7 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 	}
 	type item struct {
 		name string
-		l    *Loader
+		l    *jvm.Loader
 	}
 	var seen perLoader[bool]
 	visited := map[*payload.Archive]map[string]bool{}
@@ -751,7 +752,7 @@ func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)
 func (r *resolver) prefetchNamed(mine []reachClass) {
 	var seen perLoader[bool]
 	var ws []want
-	add := func(l *Loader, n string) {
+	add := func(l *jvm.Loader, n string) {
 		e, ok := element(n)
 		if !ok || e == "" || jdk(e) {
 			return
@@ -912,7 +913,7 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 					in = a.Path
 				}
 			}
-			found := "no " + javaName(missing) + " in " + j.loader.Searched(missing) + " or the JDK"
+			found := "no " + javaName(missing) + " in " + searched(j.loader, missing) + " or the JDK"
 			msg := simpleName(e.from) + " uses " + javaName(missing) + ", which has no class file on the classpath"
 			if super {
 				msg = simpleName(e.from) + " does not load: its supertype " + javaName(missing) + " has no class file on the classpath"
