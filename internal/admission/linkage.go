@@ -142,106 +142,39 @@ func (v *view) maxClassMajor() int {
 	return v.java.Major + 44
 }
 
-// shadowing finds the classes two JARs hold with different contents (CRC
-// and size of the central directory), the way the loaders pick: in lib the
-// first JAR in classpath order hides the later ones; a usrlib class hides
-// lib's copy child-first, and is itself hidden by lib's copy where a
-// parent-first pattern leaves the class to lib; in usrlib the first JAR
-// hides the later ones. Identical copies shadow nothing. One finding per
-// pair of JARs, every hidden class in its symbol.
+// shadowing reports the classes the loaders take from one JAR where
+// another holds a different copy (jvm.Classpath.Shadowed), with the
+// severity their consequence has: one finding per pair of JARs, every
+// hidden class in its symbol.
 func (v *view) shadowing(cp *jvm.Classpath, jars []*deepJAR) []Finding {
 	var out []Finding
-	// pairs collects hidden classes by (winner, loser) in the order found.
-	type pair struct{ winner, loser *deepJAR }
-	byPair := map[pair][]string{}
-	var pairs []pair
-	hide := func(w, l *deepJAR, name string) {
-		k := pair{w, l}
-		if len(byPair[k]) == 0 {
-			pairs = append(pairs, k)
-		}
-		byPair[k] = append(byPair[k], name)
+	byArchive := map[*payload.Archive]*deepJAR{}
+	for _, j := range jars {
+		byArchive[j.archive] = j
 	}
-	differ := func(a, b *payload.Archive, name string) bool {
-		x, y := a.Classes[name], b.Classes[name]
-		return x.CRC != y.CRC || x.Size != y.Size
-	}
-	for _, usr := range []bool{false, true} {
-		first := map[string]*deepJAR{}
-		for _, j := range jars {
-			if j.usrlib != usr {
-				continue
-			}
-			for _, name := range sortedClasses(j.archive) {
-				w, ok := first[name]
-				if !ok {
-					first[name] = j
-					continue
-				}
-				if differ(w.archive, j.archive, name) {
-					hide(w, j, name)
-				}
-			}
-		}
-	}
-	for _, k := range pairs {
+	within, between := cp.Shadowed()
+	for _, h := range within {
+		winner, loser := byArchive[h.Winner], byArchive[h.Loser]
 		where, how := "lib", "comes first in lib"
-		if k.winner.usrlib {
+		if winner.usrlib {
 			where, how = "usrlib", "comes first in usrlib"
 		}
-		sev, why := v.shadowConsequence(cp, k.winner, k.loser, byPair[k], true)
-		out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], where, how, sev, why))
+		sev, why := v.shadowConsequence(cp, winner, loser, h.Classes, true)
+		out = append(out, v.shadowFinding(winner, loser, h.Classes, where, how, sev, why))
 	}
-	// usrlib over lib: child-first, except where a parent-first pattern
-	// leaves the class to lib.
-	if cp.Usrlib == nil {
-		return out
-	}
-	libJARs := map[*payload.Archive]*deepJAR{}
-	for _, j := range jars {
-		libJARs[j.archive] = j
-	}
-	pairs, byPair = nil, map[pair][]string{}
-	for _, j := range jars {
-		if !j.usrlib {
-			continue
-		}
-		for _, name := range sortedClasses(j.archive) {
-			if cp.Usrlib.Find(name) != j.archive && !cp.Usrlib.ParentFirstFor(name) {
-				continue // an earlier usrlib JAR's copy: reported above
-			}
-			la := cp.Lib.Find(name)
-			if la == nil || !differ(j.archive, la, name) {
-				continue
-			}
-			if cp.Usrlib.ParentFirstFor(name) {
-				hide(libJARs[la], j, name)
-			} else {
-				hide(j, libJARs[la], name)
-			}
-		}
-	}
-	for _, k := range pairs {
-		if k.winner.usrlib {
-			sev, why := v.shadowConsequence(cp, k.winner, k.loser, byPair[k], false)
-			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded child-first from usrlib", sev, why))
+	for _, h := range between {
+		winner, loser := byArchive[h.Winner], byArchive[h.Loser]
+		if winner.usrlib {
+			sev, why := v.shadowConsequence(cp, winner, loser, h.Classes, false)
+			out = append(out, v.shadowFinding(winner, loser, h.Classes, "usrlib", "is loaded child-first from usrlib", sev, why))
 		} else {
 			// The JVM takes lib's copy, which the host expects: the job's
 			// own copy is what is lost (a warning; what the job's code
 			// cannot then link is the linkage rules' to say).
-			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded parent-first from lib", Warning, ""))
+			out = append(out, v.shadowFinding(winner, loser, h.Classes, "usrlib", "is loaded parent-first from lib", Warning, ""))
 		}
 	}
 	return out
-}
-
-func sortedClasses(a *payload.Archive) []string {
-	names := make([]string, 0, len(a.Classes))
-	for n := range a.Classes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // shadowExamples is how many hidden classes a message names.
