@@ -80,7 +80,7 @@ func (cp *Classpath) Load(l *Loader, name string) Edge {
 	}
 	c, err := cp.Class(a, name)
 	if err != nil {
-		return Edge{} // an unreadable class is layout-unreadable's business, not linkage's
+		return Edge{} // an unreadable class is not resolution's to report: the layout rules say it
 	}
 	dl := cp.loaderOf(a)
 	for i := -1; i < len(c.Interfaces); i++ {
