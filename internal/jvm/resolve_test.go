@@ -3,6 +3,7 @@ package jvm
 import (
 	"bytes"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -190,9 +191,9 @@ func TestReachable(t *testing.T) {
 	}
 	var got []string
 	cp.Reachable([]Scope{{JAR: job, Loader: cp.Lib, Roots: roots}, {JAR: client, Loader: cp.Lib}}, func(scope int, c *classfile.Class) {
-		got = append(got, c.Name)
+		got = append(got, strconv.Itoa(scope)+" "+c.Name)
 	})
-	want := []string{"com/acme/Main", "com/acme/Used", "com/acme/client/C", "com/acme/Parent"}
+	want := []string{"0 com/acme/Main", "0 com/acme/Used", "1 com/acme/client/C", "0 com/acme/Parent"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
