@@ -164,7 +164,7 @@ func TestRealMonitoring(t *testing.T) {
 		{"PrometheusRule: a group without a name", rule, func(t *testing.T, o object) {
 			delete(at(t, o, "spec", "groups", 0).(map[string]any), "name")
 		}, "spec.groups[0].name: Required value", `.spec.groups: element 0: associative list with keys has an element that omits all key fields ["name"]`},
-		{"PrometheusRule: two groups of one name", rule, func(t *testing.T, o object) {
+		{"PrometheusRule: two groups of one name", rule, func(_ *testing.T, o object) {
 			spec := o["spec"].(map[string]any)
 			spec["groups"] = append(spec["groups"].([]any), map[string]any{"name": "streamfusion-webhook",
 				"rules": []any{map[string]any{"alert": "Other", "expr": "vector(1)"}}})
@@ -183,7 +183,7 @@ func TestRealMonitoring(t *testing.T) {
 		{"ServiceMonitor: an unknown scheme", monitor, func(t *testing.T, o object) {
 			at(t, o, "spec", "endpoints", 0).(map[string]any)["scheme"] = "ftp"
 		}, `spec.endpoints[0].scheme: Unsupported value: "ftp"`, ""},
-		{"ServiceMonitor: no selector", monitor, func(t *testing.T, o object) {
+		{"ServiceMonitor: no selector", monitor, func(_ *testing.T, o object) {
 			delete(o["spec"].(map[string]any), "selector")
 		}, "spec.selector: Required value", ""},
 		{"ServiceMonitor: the port as a number", monitor, func(t *testing.T, o object) {

@@ -258,10 +258,10 @@ func TestPrometheusRuleChecks(t *testing.T) {
 			r["annotation"] = r["annotations"]
 			delete(r, "annotations")
 		}, "field annotation not found"},
-		{"an unknown field in a group", func(t *testing.T, d ruleDoc) {
+		{"an unknown field in a group", func(_ *testing.T, d ruleDoc) {
 			d["groups"].([]any)[0].(map[string]any)["evaluation_interval"] = "1m"
 		}, "field evaluation_interval not found"},
-		{"a repeated group name", func(t *testing.T, d ruleDoc) {
+		{"a repeated group name", func(_ *testing.T, d ruleDoc) {
 			d["groups"] = append(d["groups"].([]any), map[string]any{"name": "streamfusion-webhook",
 				"rules": []any{map[string]any{"alert": "Other", "expr": "vector(1)"}}})
 		}, `groupname: "streamfusion-webhook" is repeated`},
