@@ -114,7 +114,8 @@ type Cache struct {
 	deepSlots chan struct{} // MaxDeep tokens
 
 	fmu     sync.Mutex
-	flights map[string]*flight // verifications waited for, by singleflight key
+	flights map[string]*flight     // verifications waited for, by singleflight key
+	heads   map[string]*headFlight // tag resolutions under way, by credentials and tag (under fmu)
 	running atomic.Int64
 
 	mu      sync.RWMutex
@@ -141,7 +142,7 @@ func New(o Options) *Cache {
 	// be answered as a timeout instead of by what the registry said. The
 	// caller's options come after and may set their own.
 	o.Remote = append([]remote.Option{remote.WithRetryBackoff(RetryBackoff)}, o.Remote...)
-	return &Cache{opts: o, entries: map[string]*Verdict{}, deepSlots: make(chan struct{}, o.MaxDeep), flights: map[string]*flight{}}
+	return &Cache{opts: o, entries: map[string]*Verdict{}, deepSlots: make(chan struct{}, o.MaxDeep), flights: map[string]*flight{}, heads: map[string]*headFlight{}}
 }
 
 // RetryBackoff is the registry retries of a Cache: three tries, 100 ms
@@ -264,8 +265,7 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 	if d, ok := r.(name.Digest); ok {
 		top = d.DigestStr()
 	} else {
-		desc, err := head(ctx, p, r)
-		c.Stats.Resolved.Add(1)
+		desc, err := c.head(ctx, p, cr.Key, r)
 		var pe *PendingError
 		if errors.As(err, &pe) {
 			pe.Ref = ref
@@ -330,23 +330,63 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 }
 
 // head resolves r's tag, answering when ctx ends even while the
-// registry library sleeps between its retries.
-func head(ctx context.Context, p *remote.Puller, r name.Reference) (*v1.Descriptor, error) {
-	type result struct {
-		d   *v1.Descriptor
-		err error
+// registry library sleeps between its retries. Callers resolving the same
+// tag with the same credentials at once share one manifest HEAD: a second
+// request started while the first is under way could only answer the
+// same, and under load (a hundred reviews of a few tags in flight) each
+// would otherwise wait for a registry connection slot of its own. The
+// request is cancelled when no caller waits for it any more, as a
+// caller's own would be at its deadline; a caller coming later starts a
+// new one.
+func (c *Cache) head(ctx context.Context, p *remote.Puller, creds string, r name.Reference) (*v1.Descriptor, error) {
+	key := creds + "\x00" + r.String()
+	c.fmu.Lock()
+	h := c.heads[key]
+	if h == nil {
+		hctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		h = &headFlight{done: make(chan struct{}), cancel: cancel}
+		c.heads[key] = h
+		c.Stats.Resolved.Add(1)
+		go func() {
+			h.d, h.err = p.Head(hctx, r)
+			cancel()
+			c.fmu.Lock()
+			if c.heads[key] == h {
+				delete(c.heads, key)
+			}
+			c.fmu.Unlock()
+			close(h.done)
+		}()
 	}
-	ch := make(chan result, 1)
-	go func() {
-		d, err := p.Head(ctx, r)
-		ch <- result{d, err}
-	}()
+	h.waiters++
+	c.fmu.Unlock()
 	select {
-	case res := <-ch:
-		return res.d, res.err
+	case <-h.done:
+		c.fmu.Lock()
+		h.waiters--
+		c.fmu.Unlock()
+		return h.d, h.err
 	case <-ctx.Done():
+		c.fmu.Lock()
+		if h.waiters--; h.waiters == 0 {
+			h.cancel()
+			if c.heads[key] == h {
+				delete(c.heads, key)
+			}
+		}
+		c.fmu.Unlock()
 		return nil, &PendingError{Err: context.Cause(ctx), Doing: "resolving the tag " + r.String() + " (the registry has not answered)"}
 	}
+}
+
+// headFlight is a manifest HEAD under way and the number of callers
+// waiting for it (under Cache.fmu). d and err are set before done closes.
+type headFlight struct {
+	done    chan struct{}
+	cancel  context.CancelFunc
+	waiters int
+	d       *v1.Descriptor
+	err     error
 }
 
 // PendingError is a verification the caller stopped waiting for: it goes

@@ -3,6 +3,7 @@ package verdict
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -10,8 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -174,4 +177,135 @@ func TestPullSecretFiles(t *testing.T) {
 		})
 	}
 	assert.NotEqual(t, s.Credentials([]string{"a"}).Key, s.Credentials([]string{"b"}).Key, "registry clients are not shared across secrets")
+}
+
+// gatedRegistry is a loopback registry whose manifest HEADs wait for
+// release; heads counts them and cancelled those whose client went away.
+type gatedRegistry struct {
+	host             string
+	release          chan struct{}
+	armed            atomic.Bool // HEADs wait only once armed (after the push, which sends its own)
+	heads, cancelled atomic.Int64
+	once             sync.Once
+}
+
+func serveGated(t *testing.T) *gatedRegistry {
+	t.Helper()
+	g := &gatedRegistry{release: make(chan struct{})}
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead && strings.Contains(r.URL.Path, "/manifests/") && g.armed.Load() {
+			g.heads.Add(1)
+			select {
+			case <-g.release:
+			case <-r.Context().Done():
+				g.cancelled.Add(1)
+				return
+			}
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(g.open) // first: srv.Close waits for the HEADs held
+	g.host = strings.TrimPrefix(srv.URL, "http://")
+	return g
+}
+
+// open lets every HEAD through, now and later.
+func (g *gatedRegistry) open() { g.once.Do(func() { close(g.release) }) }
+
+// waiters is how many callers wait for the tag's HEAD now.
+func (c *Cache) waiters(tag string) int {
+	c.fmu.Lock()
+	defer c.fmu.Unlock()
+	for k, h := range c.heads {
+		if strings.HasSuffix(k, tag) {
+			return h.waiters
+		}
+	}
+	return 0
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10 s: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Reviews of one tag at once share one manifest HEAD: under load each
+// would otherwise hold a registry connection of its own for the same
+// answer (issue 31's throughput at 128 in flight).
+func TestConcurrentTagResolutionsShareOneHead(t *testing.T) {
+	g := serveGated(t)
+	ref := g.host + "/flink:2.2.1"
+	push(t, ref, plainFlink(t, "amd64"))
+	g.armed.Store(true)
+	c := New(Options{})
+	const n = 40
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := c.Verify(context.Background(), ref, "", Credentials{})
+			errs <- err
+		}()
+	}
+	waitFor(t, fmt.Sprintf("%d callers waiting for one HEAD", n), func() bool { return c.waiters(ref) == n })
+	g.open()
+	for range n {
+		require.NoError(t, <-errs)
+	}
+	assert.Equal(t, int64(1), g.heads.Load(), "one manifest HEAD for %d concurrent resolutions of one tag", n)
+	assert.Equal(t, int64(1), c.Stats.Resolved.Load())
+	assert.Equal(t, int64(1), c.Stats.Verified.Load())
+
+	// Another set of credentials is another registry session: its own HEAD.
+	_, err := c.Verify(context.Background(), ref, "", Credentials{Key: "other", Keychain: authn.DefaultKeychain})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), g.heads.Load())
+}
+
+// A caller that stops waiting leaves the shared HEAD to the others; the
+// last one to stop cancels it, as its own request would have been.
+func TestSharedHeadOutlivesOneCaller(t *testing.T) {
+	g := serveGated(t)
+	ref := g.host + "/flink:2.2.1"
+	push(t, ref, plainFlink(t, "amd64"))
+	g.armed.Store(true)
+	c := New(Options{})
+
+	short, stop := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() { _, err := c.Verify(short, ref, "", Credentials{}); first <- err }()
+	waitFor(t, "the first caller waiting", func() bool { return c.waiters(ref) == 1 })
+	second := make(chan error, 1)
+	go func() { _, err := c.Verify(context.Background(), ref, "", Credentials{}); second <- err }()
+	waitFor(t, "the second caller joining", func() bool { return c.waiters(ref) == 2 })
+	stop()
+	var pe *PendingError
+	require.ErrorAs(t, <-first, &pe)
+	assert.Contains(t, pe.Error(), "resolving the tag")
+	g.open()
+	require.NoError(t, <-second, "the HEAD went on for the caller still waiting")
+	assert.Equal(t, int64(1), g.heads.Load())
+	assert.Zero(t, g.cancelled.Load())
+
+	// Alone, a caller that stops cancels the request.
+	g2 := serveGated(t)
+	ref2 := g2.host + "/flink:2.2.1"
+	push(t, ref2, plainFlink(t, "amd64"))
+	g2.armed.Store(true)
+	ctx, stop2 := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := c.Verify(ctx, ref2, "", Credentials{}); done <- err }()
+	waitFor(t, "the caller waiting", func() bool { return c.waiters(ref2) == 1 })
+	stop2()
+	require.ErrorAs(t, <-done, &pe)
+	waitFor(t, "the registry seeing the HEAD cancelled", func() bool { return g2.cancelled.Load() == 1 })
+	assert.Zero(t, c.waiters(ref2), "no flight left behind: a later caller starts a new HEAD")
 }
