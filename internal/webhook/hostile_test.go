@@ -1,0 +1,241 @@
+package webhook
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/verdict"
+)
+
+// Tests of record of what the webhook does with hostile clients: slow
+// ones, oversized header blocks, bodies that are no review, HTTP/2 floods
+// against the real TLS server, and images built to exhaust the reader
+// (decompression bombs). docs/webhook.md, "What a client can send", lists
+// the bounds these tests hold.
+
+// seen wraps the server's handler: the requests that reached it, how
+// many at once at most, and the status each was answered with.
+type seen struct {
+	calls, now, most atomic.Int64
+	mu               sync.Mutex
+	codes            map[int]int
+}
+
+func (s *seen) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.calls.Add(1)
+		raiseTo(&s.most, s.now.Add(1))
+		defer s.now.Add(-1)
+		rec := &statusOf{ResponseWriter: w, code: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.codes == nil {
+			s.codes = map[int]int{}
+		}
+		s.codes[rec.code]++
+	})
+}
+
+func (s *seen) answered() map[int]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[int]int{}
+	for k, v := range s.codes {
+		out[k] = v
+	}
+	return out
+}
+
+type statusOf struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusOf) WriteHeader(code int) { s.code = code; s.ResponseWriter.WriteHeader(code) }
+
+// dialTLS opens a TLS connection to the server offering protos by ALPN.
+func (s *server) dialTLS(t testing.TB, protos ...string) *tls.Conn {
+	t.Helper()
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", s.addr,
+		&tls.Config{RootCAs: s.pki.caPool, ServerName: "127.0.0.1", NextProtos: protos, MinVersion: tls.VersionTLS12})
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	if len(protos) > 0 {
+		require.Equal(t, protos[0], conn.ConnectionState().NegotiatedProtocol)
+	}
+	return conn
+}
+
+// TestServerDefaults: the server as NewServer builds it from a Config
+// that sets none of the bounds, and from one that sets the timeouts.
+func TestServerDefaults(t *testing.T) {
+	p := newPKI(t, t.TempDir(), "defaults")
+	p.write(t, time.Now())
+	certs, err := NewCertReloader(p.certFile, p.keyFile)
+	require.NoError(t, err)
+	srv, err := NewServer(Config{Cache: verdict.New(verdict.Options{})}, certs)
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Second, srv.ReadHeaderTimeout)
+	assert.Equal(t, 15*time.Second, srv.ReadTimeout)
+	assert.Equal(t, DefaultTimeout+10*time.Second, srv.WriteTimeout)
+	assert.Equal(t, 90*time.Second, srv.IdleTimeout)
+	assert.Equal(t, 64<<10, srv.MaxHeaderBytes)
+	require.NotNil(t, srv.HTTP2)
+	assert.Equal(t, 250, srv.HTTP2.MaxConcurrentStreams)
+	assert.Equal(t, uint16(tls.VersionTLS12), srv.TLSConfig.MinVersion)
+
+	srv, err = NewServer(Config{Cache: verdict.New(verdict.Options{}), ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: time.Second}, certs)
+	require.NoError(t, err)
+	assert.Equal(t, 200*time.Millisecond, srv.ReadHeaderTimeout)
+	assert.Equal(t, time.Second, srv.ReadTimeout)
+}
+
+// Short timeouts of the slow-client tests, and how long the slow clients
+// would keep going if nobody cut them off (well past both).
+const (
+	slowHeaderTimeout = 200 * time.Millisecond
+	slowReadTimeout   = 500 * time.Millisecond
+	slowFor           = 6 * time.Second
+	// cutWithin is the generous bound on when the server must have cut a
+	// slow client: past both timeouts, well before slowFor (and before
+	// the 5 s default header timeout, which a server that ignored the
+	// configured one would apply).
+	cutWithin = 3 * time.Second
+)
+
+// errStillOpen is drip's error when slowFor has passed.
+var errStillOpen = errors.New("still open after " + slowFor.String())
+
+// drip writes data to conn one byte every 50 ms (repeating the last
+// line for ever once data is done) until a write fails, stop closes, or
+// slowFor has passed.
+func drip(conn net.Conn, data, then string, stop <-chan struct{}) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	end := time.After(slowFor)
+	for i := 0; ; i++ {
+		b := then[i%len(then)]
+		if i < len(data) {
+			b = data[i]
+		}
+		if _, err := conn.Write([]byte{b}); err != nil {
+			return err
+		}
+		select {
+		case <-tick.C:
+		case <-stop:
+			return nil
+		case <-end:
+			return errStillOpen
+		}
+	}
+}
+
+// cut reads conn until the server closes it and returns what it sent
+// and how long after start it closed; it gives up after slowFor.
+func cut(conn net.Conn, start time.Time) (string, time.Duration, error) {
+	_ = conn.SetReadDeadline(start.Add(slowFor + time.Second))
+	b, err := io.ReadAll(conn)
+	var nerr net.Error
+	if errors.As(err, &nerr) && nerr.Timeout() {
+		return string(b), time.Since(start), err
+	}
+	return string(b), time.Since(start), nil // EOF or reset: closed by the server
+}
+
+// TestSlowClients: with a 200 ms header timeout and a 500 ms read
+// timeout, a client that never starts its TLS handshake, one that sends
+// its headers a byte at a time and one that sends its body a byte at a
+// time are each cut off (the connection closed) well before they are
+// done, past the timeout that applies to them; the first two never reach
+// the handler (the second is answered 400 by net/http), the third's
+// review is answered with an error (400, the body could not be read),
+// never judged.
+func TestSlowClients(t *testing.T) {
+	var h seen
+	s := startWrapped(t, Config{ReadHeaderTimeout: slowHeaderTimeout, ReadTimeout: slowReadTimeout}, nil, h.wrap)
+	body := reviewOf(t, "FlinkDeployment", admissionv1.Create, flinkDeployment("127.0.0.1:1/flink:never", "v2_2", ""))
+
+	t.Run("no TLS handshake", func(t *testing.T) {
+		conn, err := net.Dial("tcp", s.addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		start := time.Now()
+		got, took, err := cut(conn, start)
+		require.NoError(t, err, "the server kept a silent connection open")
+		assert.Empty(t, got)
+		assert.Less(t, took, cutWithin)
+		assert.GreaterOrEqual(t, took, slowHeaderTimeout/2)
+		t.Logf("closed after %s", took.Round(time.Millisecond))
+	})
+	t.Run("headers a byte at a time", func(t *testing.T) {
+		before := h.calls.Load()
+		conn := s.dialTLS(t, "http/1.1")
+		start := time.Now()
+		stop := make(chan struct{})
+		wrote := make(chan error, 1)
+		go func() {
+			wrote <- drip(conn, "POST /validate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n", "X-Slow: a\r\n", stop)
+		}()
+		got, took, err := cut(conn, start)
+		close(stop)
+		require.NoError(t, err, "the server kept reading headers for %s", slowFor)
+		assert.NotErrorIs(t, <-wrote, errStillOpen)
+		// net/http answers 400 itself (a TLS read's timeout is no
+		// plain net.Error to it); the handler never sees the request.
+		if got != "" {
+			assert.True(t, strings.HasPrefix(got, "HTTP/1.1 400 Bad Request\r\n"), "%q", got)
+		}
+		assert.Less(t, took, cutWithin)
+		assert.GreaterOrEqual(t, took, slowHeaderTimeout)
+		assert.Equal(t, before, h.calls.Load(), "the handler never ran")
+		t.Logf("closed after %s, answered %q", took.Round(time.Millisecond), strings.SplitN(got, "\r\n", 2)[0])
+	})
+	t.Run("body a byte at a time", func(t *testing.T) {
+		before := h.answered()
+		conn := s.dialTLS(t, "http/1.1")
+		start := time.Now()
+		stop := make(chan struct{})
+		wrote := make(chan error, 1)
+		head := fmt.Sprintf("POST /validate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+		go func() {
+			if _, err := io.WriteString(conn, head); err != nil {
+				wrote <- err
+				return
+			}
+			wrote <- drip(conn, string(body), " ", stop)
+		}()
+		got, took, err := cut(conn, start)
+		close(stop)
+		assert.NotErrorIs(t, <-wrote, errStillOpen)
+		require.NoError(t, err, "the server kept reading the body for %s", slowFor)
+		assert.Less(t, took, cutWithin)
+		assert.GreaterOrEqual(t, took, slowReadTimeout)
+		if got != "" {
+			resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(got)), nil)
+			require.NoError(t, err, "%q", got)
+			b, _ := io.ReadAll(resp.Body)
+			assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
+			assert.Contains(t, string(b), "read the review")
+		}
+		after := h.answered()
+		assert.Equal(t, before[http.StatusOK], after[http.StatusOK], "no review was answered")
+		assert.Equal(t, before[http.StatusBadRequest]+1, after[http.StatusBadRequest], "the handler answered 400: %v", after)
+		t.Logf("closed after %s, answered %q", took.Round(time.Millisecond), strings.SplitN(got, "\r\n", 2)[0])
+	})
+}
