@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	admissionv1 "k8s.io/api/admission/v1"
 
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
@@ -237,5 +240,212 @@ func TestSlowClients(t *testing.T) {
 		assert.Equal(t, before[http.StatusOK], after[http.StatusOK], "no review was answered")
 		assert.Equal(t, before[http.StatusBadRequest]+1, after[http.StatusBadRequest], "the handler answered 400: %v", after)
 		t.Logf("closed after %s, answered %q", took.Round(time.Millisecond), strings.SplitN(got, "\r\n", 2)[0])
+	})
+}
+
+// TestOversizedHeaders: a header block larger than MaxHeaderBytes (and
+// net/http's 4 KiB of slack) is answered 431, over HTTP/1.1 and HTTP/2,
+// without reaching the handler; one of half that size is served.
+func TestOversizedHeaders(t *testing.T) {
+	var h seen
+	s := startWrapped(t, Config{}, nil, h.wrap)
+	// 4 KiB fields: 18 of them (72 KiB) are past the bound, 8 (32 KiB) not.
+	fields := func(n int) [][2]string {
+		var out [][2]string
+		for i := range n {
+			out = append(out, [2]string{fmt.Sprintf("x-big-%02d", i), strings.Repeat("a", 4<<10)})
+		}
+		return out
+	}
+	t.Run("HTTP/1.1", func(t *testing.T) {
+		for _, tc := range []struct {
+			n    int
+			code int
+		}{{18, http.StatusRequestHeaderFieldsTooLarge}, {8, http.StatusOK}} {
+			before := h.calls.Load()
+			req, err := http.NewRequest(http.MethodGet, s.url+"/healthz", nil)
+			require.NoError(t, err)
+			for _, f := range fields(tc.n) {
+				req.Header.Set(f[0], f[1])
+			}
+			resp, err := s.client.Do(req) // HTTP/1.1: its own TLS config, no h2
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, "HTTP/1.1", resp.Proto)
+			assert.Equal(t, tc.code, resp.StatusCode, "%d KiB of headers", tc.n*4)
+			ran := h.calls.Load() - before
+			if tc.code == http.StatusOK {
+				assert.Equal(t, int64(1), ran, "served by the handler")
+			} else {
+				assert.Zero(t, ran, "the handler never ran")
+			}
+		}
+	})
+	t.Run("HTTP/2", func(t *testing.T) {
+		for _, tc := range []struct {
+			n    int
+			code string
+		}{{18, "431"}, {8, "200"}} {
+			before := h.calls.Load()
+			c := s.dialH2(t)
+			block := c.block(append([][2]string{{":method", "GET"}, {":scheme", "https"}, {":authority", "webhook"}, {":path", "/healthz"}}, fields(tc.n)...)...)
+			require.NoError(t, c.writeHeaders(1, block, true))
+			ev := c.waitFor(t, func(e h2event) bool { return e.status != "" || e.goAway || e.closed }, 10*time.Second)
+			assert.Equal(t, tc.code, ev.status, "%d KiB of headers: %+v", tc.n*4, ev)
+			if tc.code == "431" {
+				assert.Equal(t, before, h.calls.Load(), "the handler never ran")
+			}
+		}
+	})
+}
+
+// h2client speaks HTTP/2 frames on a TLS connection (ALPN h2), as a
+// hostile client would: nothing is checked on the way out. Frames read
+// are reported as events.
+type h2client struct {
+	conn   *tls.Conn
+	mu     sync.Mutex // writes
+	w      *bufio.Writer
+	fr     *http2.Framer
+	enc    *hpack.Encoder
+	buf    bytes.Buffer
+	events chan h2event
+	sent   atomic.Int64 // bytes written
+}
+
+// h2event is a frame the server sent, or the connection's end.
+type h2event struct {
+	stream  uint32
+	status  string // :status of a response's HEADERS
+	reset   bool   // RST_STREAM
+	goAway  bool
+	code    http2.ErrCode // of RST_STREAM or GOAWAY
+	closed  bool          // the connection ended (err)
+	err     error
+	lastID  uint32 // GOAWAY's last stream
+	at      time.Time
+	sentNow int64 // bytes the client had written by then
+}
+
+func (s *server) dialH2(t testing.TB) *h2client {
+	t.Helper()
+	conn := s.dialTLS(t, "h2")
+	c := &h2client{conn: conn, events: make(chan h2event, 1<<16)}
+	c.w = bufio.NewWriterSize(&countingWriter{w: conn, n: &c.sent}, 64<<10)
+	c.fr = http2.NewFramer(c.w, conn)
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.enc = hpack.NewEncoder(&c.buf)
+	_, err := c.w.WriteString(http2.ClientPreface)
+	require.NoError(t, err)
+	require.NoError(t, c.write(func() error { return c.fr.WriteSettings() }))
+	go c.read()
+	return c
+}
+
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if c.n != nil {
+		c.n.Add(int64(n))
+	}
+	return n, err
+}
+
+// write runs f (framer writes) and flushes, under the write lock.
+func (c *h2client) write(f func() error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := f(); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+func (c *h2client) read() {
+	defer close(c.events)
+	for {
+		f, err := c.fr.ReadFrame()
+		ev := h2event{at: time.Now(), sentNow: c.sent.Load()}
+		if err != nil {
+			ev.closed, ev.err = true, err
+			c.events <- ev
+			return
+		}
+		ev.stream = f.Header().StreamID
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = c.write(func() error { return c.fr.WriteSettingsAck() })
+			}
+			continue
+		case *http2.MetaHeadersFrame:
+			ev.status = f.PseudoValue("status")
+		case *http2.RSTStreamFrame:
+			ev.reset, ev.code = true, f.ErrCode
+		case *http2.GoAwayFrame:
+			ev.goAway, ev.code, ev.lastID = true, f.ErrCode, f.LastStreamID
+		default:
+			continue
+		}
+		select {
+		case c.events <- ev:
+		default: // nobody listens this far back
+		}
+	}
+}
+
+// waitFor returns the first event that match says, failing the test
+// after within.
+func (c *h2client) waitFor(t testing.TB, match func(h2event) bool, within time.Duration) h2event {
+	t.Helper()
+	end := time.After(within)
+	for {
+		select {
+		case ev, ok := <-c.events:
+			if !ok {
+				t.Fatalf("the connection ended before the event")
+			}
+			if match(ev) {
+				return ev
+			}
+		case <-end:
+			t.Fatalf("no such event within %s", within)
+		}
+	}
+}
+
+// block encodes header fields as an HPACK block (literals, never indexed:
+// the server's table does not grow).
+func (c *h2client) block(fields ...[2]string) []byte {
+	c.buf.Reset()
+	for _, f := range fields {
+		_ = c.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1], Sensitive: true})
+	}
+	return bytes.Clone(c.buf.Bytes())
+}
+
+// writeHeaders sends a header block as HEADERS and CONTINUATION frames of
+// at most 16 KiB.
+func (c *h2client) writeHeaders(stream uint32, block []byte, endStream bool) error {
+	const frame = 16 << 10
+	return c.write(func() error {
+		first := block[:min(len(block), frame)]
+		rest := block[len(first):]
+		if err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: first, EndStream: endStream, EndHeaders: len(rest) == 0}); err != nil {
+			return err
+		}
+		for len(rest) > 0 {
+			n := min(len(rest), frame)
+			if err := c.fr.WriteContinuation(stream, n == len(rest), rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
 	})
 }
