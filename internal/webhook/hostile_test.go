@@ -3,6 +3,7 @@ package webhook
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -449,3 +450,129 @@ func (c *h2client) writeHeaders(stream uint32, block []byte, endStream bool) err
 		return nil
 	})
 }
+
+// endless reads n bytes of c without holding them; read counts them.
+type endless struct {
+	c    byte
+	n    int64
+	read atomic.Int64
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	left := e.n - e.read.Load()
+	if left <= 0 {
+		return 0, io.EOF
+	}
+	p = p[:min(int64(len(p)), left)]
+	for i := range p {
+		p[i] = e.c
+	}
+	e.read.Add(int64(len(p)))
+	return len(p), nil
+}
+
+// TestHostileBodies: requests to /validate whose body is no review are
+// answered 4xx, each within the review timeout, whatever the body: the
+// server reads at most maxBody (7 MiB) of it, does not inflate it, and
+// judges nothing. Two hostile reviews are answered as reviews.
+func TestHostileBodies(t *testing.T) {
+	var h seen
+	s := startWrapped(t, Config{}, nil, h.wrap)
+	const v1 = `"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"`
+	nested := func(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
+	valid := reviewOf(t, "Pod", admissionv1.Create, map[string]any{"apiVersion": "v1", "kind": "Pod"})
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(valid)
+	_ = zw.Close()
+	manyKeys := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{` + v1 + `,"request":{"uid":"u","object":{`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"k%d":0`, i)
+		}
+		b.WriteString(`}}}`)
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name     string
+		ctype    string
+		encoding string
+		body     func() io.Reader
+		size     int64 // Content-Length; -1: chunked
+		code     int
+		text     string
+	}{
+		{name: "not JSON", body: str("{kind: x"), code: 400, text: "not an AdmissionReview"},
+		{name: "binary", body: str("\x00\xff\xfe\x01PK\x03\x04"), code: 400, text: "not an AdmissionReview"},
+		{name: "over the body limit, with its length", body: func() io.Reader { return &endless{c: ' ', n: maxBody + 1} }, size: maxBody + 1,
+			code: 413, text: "larger than 7340032 bytes"},
+		{name: "1 GiB, chunked", body: func() io.Reader { return &endless{c: ' ', n: 1 << 30} }, size: -1, code: 413, text: "larger than"},
+		{name: "gzip-encoded review", encoding: "gzip", body: func() io.Reader { return bytes.NewReader(gz.Bytes()) }, code: 400, text: "not an AdmissionReview"},
+		{name: "no Content-Type", ctype: "-", body: str(string(valid)), code: 415, text: "want application/json"},
+		{name: "YAML", ctype: "application/yaml", body: str(string(valid)), code: 415, text: "want application/json"},
+		{name: "nested 100,000 deep", body: str(`{` + v1 + `,"request":{"uid":"u","object":` + nested(100_000) + `}}`), code: 400, text: "exceeded max depth"},
+		{name: "nested 100,000 deep at the top", body: str(nested(100_000)), code: 400, text: "exceeded max depth"},
+		{name: "no request", body: str(`{` + v1 + `}`), code: 400, text: "no request"},
+		{name: "no uid", body: str(`{` + v1 + `,"request":{"operation":"CREATE"}}`), code: 400, text: "no request.uid"},
+		{name: "apiVersion v1beta1", body: str(`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u"}}`),
+			code: 400, text: "want admission.k8s.io/v1 AdmissionReview"},
+		{name: "another kind", body: str(`{"apiVersion":"admission.k8s.io/v1","kind":"ConversionReview","request":{"uid":"u"}}`),
+			code: 400, text: "want admission.k8s.io/v1 AdmissionReview"},
+		// Reviews, answered as such: an object of 600,000 keys is no
+		// workload (admitted); a Pod whose args nest 9,000 deep (below
+		// encoding/json's 10,000) cannot be read (the failure policy).
+		{name: "600,000 keys in the object", body: str(manyKeys(600_000)), code: 200, text: `"allowed":true`},
+		{name: "a Pod nested 9,000 deep", body: str(`{` + v1 + `,"request":{"uid":"u","operation":"CREATE","kind":{"version":"v1","kind":"Pod"},"object":` +
+			`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x","args":` + nested(9000) + `}]}}}}`),
+			code: 200, text: "the Pod object cannot be read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := tc.body()
+			req, err := http.NewRequest(http.MethodPost, s.url+"/validate", body)
+			require.NoError(t, err)
+			req.ContentLength = tc.size
+			if tc.size == 0 {
+				req.ContentLength = -1
+				if b, ok := body.(*strings.Reader); ok {
+					req.ContentLength = b.Size()
+				}
+			}
+			switch tc.ctype {
+			case "":
+				req.Header.Set("Content-Type", "application/json")
+			case "-":
+			default:
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			if tc.encoding != "" {
+				req.Header.Set("Content-Encoding", tc.encoding)
+			}
+			start := time.Now()
+			resp, err := s.client.Do(req)
+			took := time.Since(start)
+			if e, ok := body.(*endless); ok {
+				t.Logf("the client sent %d bytes", e.read.Load())
+				assert.Less(t, e.read.Load(), int64(maxBody+16<<20), "the server stopped reading past its limit")
+			}
+			if err != nil && tc.size == -1 {
+				// The server answered and closed while the client still wrote:
+				// the transport may report the write's error instead.
+				t.Logf("%s: %v", took, err)
+				return
+			}
+			require.NoError(t, err)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.Equal(t, tc.code, resp.StatusCode, "%s", b)
+			assert.Contains(t, string(b), tc.text)
+			assert.Less(t, took, DefaultTimeout, "answered within the review timeout")
+			t.Logf("%d in %s: %s", resp.StatusCode, took.Round(time.Millisecond), strings.TrimSpace(string(b[:min(len(b), 160)])))
+		})
+	}
+}
+
+func str(s string) func() io.Reader { return func() io.Reader { return strings.NewReader(s) } }
