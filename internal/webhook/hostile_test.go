@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -576,3 +578,170 @@ func TestHostileBodies(t *testing.T) {
 }
 
 func str(s string) func() io.Reader { return func() io.Reader { return strings.NewReader(s) } }
+
+// heapWatch samples the heap every 10 ms until stopped: the most it
+// grew above where it was when the watch began.
+type heapWatch struct {
+	base uint64
+	peak atomic.Uint64
+	stop chan struct{}
+	done chan struct{}
+}
+
+func watchHeap() *heapWatch {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	w := &heapWatch{base: m.HeapAlloc, stop: make(chan struct{}), done: make(chan struct{})}
+	w.peak.Store(m.HeapAlloc)
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				if m.HeapAlloc > w.peak.Load() {
+					w.peak.Store(m.HeapAlloc)
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// end stops the watch: the peak growth, and what stays after a GC.
+func (w *heapWatch) end() (peak, kept int64) {
+	close(w.stop)
+	<-w.done
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(w.peak.Load() - w.base), int64(m.HeapAlloc) - int64(w.base)
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// resetStorm opens n streams on one HTTP/2 connection, each a POST to
+// /validate with the fields given, reset (RST_STREAM CANCEL) as soon as
+// it is opened, and waits for the connection's end or a second of quiet.
+func resetStorm(t *testing.T, s *server, n int, fields ...[2]string) (opened int, goAway *h2event, werr error) {
+	t.Helper()
+	c := s.dialH2(t)
+	block := c.block(append([][2]string{{":method", "POST"}, {":scheme", "https"}, {":authority", "webhook"},
+		{":path", "/validate"}, {"content-type", "application/json"}}, fields...)...)
+	for i := range n {
+		id := uint32(2*i + 1)
+		c.mu.Lock()
+		werr = c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: block, EndHeaders: true})
+		if werr == nil {
+			werr = c.fr.WriteRSTStream(id, http2.ErrCodeCancel)
+		}
+		if werr == nil && i%100 == 99 {
+			werr = c.w.Flush()
+		}
+		c.mu.Unlock()
+		if werr != nil {
+			break
+		}
+		opened++
+	}
+	if werr == nil {
+		werr = c.write(func() error { return nil })
+	}
+	for {
+		select {
+		case ev, ok := <-c.events:
+			if !ok {
+				return opened, goAway, werr
+			}
+			if ev.goAway {
+				goAway = &ev
+			}
+			if ev.closed {
+				return opened, goAway, werr
+			}
+		case <-time.After(time.Second):
+			return opened, goAway, werr
+		}
+	}
+}
+
+// TestHTTP2RapidReset: one connection opens 20,000 streams, each a POST
+// to /validate reset as soon as it is opened (the "rapid reset" of
+// CVE-2023-44487). The server bounds the handlers that run at once, not
+// the handlers run: /validate ends as soon as its stream is reset (its
+// body read fails), so each reset stream costs at most one short handler
+// (thousands run; whether the server also ends the connection depends on
+// how fast their goroutines end, so either is accepted). A handler slowed down (one that does not end on reset)
+// shows the bound that holds then: at most MaxConcurrentStreams (250)
+// run at once and at most that many run at all before the server ends the
+// connection (GOAWAY ENHANCE_YOUR_CALM, once more than 4 x 250 reset
+// streams wait for a handler). Either way the server stays responsive: a
+// review on a new HTTP/2 connection is answered and admitted, and the
+// heap keeps nothing of the attack.
+func TestHTTP2RapidReset(t *testing.T) {
+	imgs := shared(t)
+	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good})
+	var h seen
+	slow := func(next http.Handler) http.Handler {
+		return h.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("x-test-slow") != "" {
+				time.Sleep(2 * time.Second)
+			}
+			next.ServeHTTP(w, r)
+		}))
+	}
+	s := startWrapped(t, Config{}, http.DefaultTransport, slow)
+	const streams = 20_000
+	for _, tc := range []struct {
+		name   string
+		fields [][2]string
+		most   int64 // handlers run, at most
+	}{
+		{"the handler as it is", nil, streams},
+		{"a handler that does not end on reset", [][2]string{{"x-test-slow", "1"}}, MaxConcurrentStreams},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := h.calls.Load()
+			h.most.Store(0)
+			heap := watchHeap()
+			start := time.Now()
+			opened, goAway, werr := resetStorm(t, s, streams, tc.fields...)
+			require.Eventually(t, func() bool { return h.now.Load() == 0 }, 30*time.Second, 10*time.Millisecond, "the handlers end")
+			took := time.Since(start)
+			peak, kept := heap.end()
+			ran := h.calls.Load() - before
+			ended := "none"
+			if goAway != nil {
+				ended = fmt.Sprintf("%s, last stream %d", goAway.code, goAway.lastID)
+			}
+			t.Logf("%d streams opened and reset in %s (write error: %v); handlers: %d run, at most %d at once; GOAWAY: %s; heap: peak +%s, after GC +%s",
+				opened, took.Round(time.Millisecond), werr, ran, h.most.Load(), ended, mib(peak), mib(kept))
+			assert.LessOrEqual(t, h.most.Load(), int64(MaxConcurrentStreams), "handlers at once")
+			assert.LessOrEqual(t, ran, tc.most, "handlers run")
+			if tc.fields != nil {
+				require.NotNil(t, goAway, "the server ended the connection")
+				assert.Equal(t, http2.ErrCodeEnhanceYourCalm, goAway.code)
+			}
+			assert.Less(t, kept, int64(64<<20), "heap kept after the attack")
+		})
+	}
+
+	// Responsive: a review on a new HTTP/2 connection.
+	client := s.pki.client()
+	client.Transport.(*http.Transport).ForceAttemptHTTP2 = true
+	body := reviewOf(t, "FlinkDeployment", admissionv1.Create, flinkDeployment(host+"/flink:good", "v2_2", ""))
+	resp, err := client.Post(s.url+"/validate", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	assert.Equal(t, "HTTP/2.0", resp.Proto)
+	var out admissionv1.AdmissionReview
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.NotNil(t, out.Response)
+	assert.True(t, out.Response.Allowed, "%+v", out.Response.Result)
+}
