@@ -745,3 +745,68 @@ func TestHTTP2RapidReset(t *testing.T) {
 	require.NotNil(t, out.Response)
 	assert.True(t, out.Response.Allowed, "%+v", out.Response.Result)
 }
+
+// TestHTTP2ContinuationFlood: a HEADERS frame without END_HEADERS
+// followed by CONTINUATION frames that never end it (CVE-2023-45288),
+// 16 KiB each, up to 64 MiB. The server ends the connection (GOAWAY
+// PROTOCOL_ERROR) once the header block is past what MaxHeaderBytes
+// allows, before the client has sent 512 KiB; the handler never runs, the
+// heap does not grow with what was sent, and the server answers a new
+// connection.
+func TestHTTP2ContinuationFlood(t *testing.T) {
+	var h seen
+	s := startWrapped(t, Config{}, nil, h.wrap)
+	c := s.dialH2(t)
+	head := c.block([2]string{":method", "POST"}, [2]string{":scheme", "https"}, [2]string{":authority", "webhook"},
+		[2]string{":path", "/validate"}, [2]string{"content-type", "application/json"})
+	// A CONTINUATION's fragment: 16 fields of 1,000 bytes, each a literal
+	// the server must decode (and drop) to keep its HPACK state.
+	var fields [][2]string
+	for i := range 16 {
+		fields = append(fields, [2]string{fmt.Sprintf("x-flood-%02d", i), strings.Repeat("f", 1000)})
+	}
+	frag := c.block(fields...)
+	const limit = 64 << 20
+	heap := watchHeap()
+	start := time.Now()
+	require.NoError(t, c.write(func() error {
+		return c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: head, EndStream: true})
+	}))
+	var end *h2event
+	var werr error
+	for frames := 0; c.sent.Load() < limit && end == nil && werr == nil; frames++ {
+		werr = c.write(func() error { return c.fr.WriteContinuation(1, false, frag) })
+		if frames%4 == 3 {
+			time.Sleep(time.Millisecond) // a pace the server keeps up with: what was sent is what it read
+		}
+		select {
+		case ev, ok := <-c.events:
+			if ok && (ev.goAway || ev.closed) {
+				end = &ev
+			}
+		default:
+		}
+	}
+	if end == nil {
+		end = ptr(c.waitFor(t, func(e h2event) bool { return e.goAway || e.closed }, 10*time.Second))
+	}
+	took := time.Since(start)
+	peak, kept := heap.end()
+	t.Logf("connection ended after %s: GOAWAY %v %s (err %v), the client had sent %d KiB (write error: %v); heap: peak +%s, after GC +%s",
+		took.Round(time.Millisecond), end.goAway, end.code, end.err, end.sentNow>>10, werr, mib(peak), mib(kept))
+	if end.goAway {
+		assert.Equal(t, http2.ErrCodeProtocol, end.code)
+	}
+	assert.Less(t, end.sentNow, int64(512<<10), "the server read on past its header bound")
+	assert.Zero(t, h.calls.Load(), "the handler never ran")
+	assert.Less(t, peak, int64(32<<20), "heap growth while flooded")
+
+	// The server answers a new connection.
+	c2 := s.dialH2(t)
+	require.NoError(t, c2.writeHeaders(1, c2.block([2]string{":method", "GET"}, [2]string{":scheme", "https"},
+		[2]string{":authority", "webhook"}, [2]string{":path", "/healthz"}), true))
+	ev := c2.waitFor(t, func(e h2event) bool { return e.status != "" || e.goAway || e.closed }, 10*time.Second)
+	assert.Equal(t, "200", ev.status)
+}
+
+func ptr[T any](v T) *T { return &v }
