@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"archive/tar"
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"compress/gzip"
@@ -8,9 +10,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -18,12 +23,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	kflate "github.com/klauspost/compress/flate"
+	kgzip "github.com/klauspost/compress/gzip"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/streamfusion/image-entrypoint/internal/spool"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
 
@@ -810,3 +826,239 @@ func TestHTTP2ContinuationFlood(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// tarLayer is an uncompressed layer of the files given (path: content),
+// in that order.
+func tarLayer(t testing.TB, files ...any) v1.Layer {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for i := 0; i < len(files); i += 2 {
+		data := files[i+1].([]byte)
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(files[i].(string), "/"), Mode: 0o644, Size: int64(len(data)),
+			Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}))
+		_, err := tw.Write(data)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	return static.NewLayer(b.Bytes(), types.OCIUncompressedLayer)
+}
+
+// zeroBomb is a gzip layer (about 1 MiB) holding one file of size zero
+// bytes at path: what a registry serves and the reader inflates.
+func zeroBomb(t testing.TB, path string, size int64) v1.Layer {
+	t.Helper()
+	var b bytes.Buffer
+	zw, err := kgzip.NewWriterLevel(&b, kgzip.BestSpeed)
+	require.NoError(t, err)
+	tw := tar.NewWriter(zw)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(path, "/"), Mode: 0o644, Size: size, Typeflag: tar.TypeReg,
+		ModTime: time.Unix(1700000000, 0), Format: tar.FormatPAX}))
+	_, err = io.Copy(tw, io.LimitReader(zeros{}, size))
+	require.NoError(t, err)
+	require.NoError(t, tw.Close())
+	require.NoError(t, zw.Close())
+	gz := b.Bytes()
+	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(gz)), nil })
+	require.NoError(t, err)
+	return l
+}
+
+// lyingJAR is a JAR whose entries declare sizes they do not have: each
+// says it inflates to 3 GiB (a ZIP64 size) and holds a few bytes; its
+// manifest is a valid one, its class a few bytes of zeros.
+func lyingJAR(t testing.TB) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for _, e := range []struct{ name, data string }{
+		{"META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nImplementation-Version: 1.0\r\n\r\n"},
+		{"com/example/Liar.class", "\x00\x00\x00\x00"},
+	} {
+		raw := deflated(t, []byte(e.data))
+		w, err := zw.CreateRaw(&zip.FileHeader{Name: e.name, Method: zip.Deflate, CRC32: crc32.ChecksumIEEE([]byte(e.data)),
+			CompressedSize64: uint64(len(raw)), UncompressedSize64: 3 << 30})
+		require.NoError(t, err)
+		_, err = w.Write(raw)
+		require.NoError(t, err)
+	}
+	require.NoError(t, zw.Close())
+	return b.Bytes()
+}
+
+// manifestBomb is a JAR whose manifest inflates to 256 MiB (a line of
+// 'a' that never ends; about 256 KiB deflated) and declares it does in
+// its directory, or, lying, declares 200 bytes.
+func manifestBomb(t testing.TB, lying bool) []byte {
+	t.Helper()
+	const size = 256 << 20
+	var raw bytes.Buffer
+	fw, err := kflate.NewWriter(&raw, kflate.BestSpeed)
+	require.NoError(t, err)
+	sum := crc32.NewIEEE()
+	_, err = io.Copy(io.MultiWriter(fw, sum), &endless{c: 'a', n: size})
+	require.NoError(t, err)
+	require.NoError(t, fw.Close())
+	declared := uint64(size)
+	if lying {
+		declared = 200
+	}
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	w, err := zw.CreateRaw(&zip.FileHeader{Name: "META-INF/MANIFEST.MF", Method: zip.Deflate, CRC32: sum.Sum32(),
+		CompressedSize64: uint64(raw.Len()), UncompressedSize64: declared})
+	require.NoError(t, err)
+	_, err = w.Write(raw.Bytes())
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	return b.Bytes()
+}
+
+// manyEntriesJAR is a JAR of n empty stored entries (class files by name).
+func manyEntriesJAR(t testing.TB, n int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	zw := zip.NewWriter(&b)
+	for i := range n {
+		_, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("com/example/many/p%03d/C%06d.class", i%1000, i), Method: zip.Store})
+		require.NoError(t, err)
+	}
+	require.NoError(t, zw.Close())
+	return b.Bytes()
+}
+
+func deflated(t testing.TB, data []byte) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	fw, err := kflate.NewWriter(&b, kflate.BestCompression)
+	require.NoError(t, err)
+	_, err = fw.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, fw.Close())
+	return b.Bytes()
+}
+
+// truncatedJARLayer is a layer whose tar header says the JAR at path is
+// claimed bytes long while the layer ends after real bytes of it.
+func truncatedJARLayer(t testing.TB, path string, claimed, real int64) v1.Layer {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	require.NoError(t, tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(path, "/"), Mode: 0o644, Size: claimed, Typeflag: tar.TypeReg,
+		ModTime: time.Unix(1700000000, 0)}))
+	_, err := io.Copy(tw, io.LimitReader(zeros{}, real))
+	require.NoError(t, err)
+	return static.NewLayer(b.Bytes(), types.OCIUncompressedLayer) // no end: the tar stops in the middle of the file
+}
+
+// imagesOn pushes, for each label, the good image with the label's layer
+// on top to a loopback registry that serves generated layers
+// (*bigJARLayer) from their generators.
+func imagesOn(t testing.TB, layers map[string]v1.Layer) map[string]string {
+	t.Helper()
+	blobs := &bigBlobs{mem: registry.NewInMemoryBlobHandler(), big: map[v1.Hash]*bigJARLayer{}}
+	for _, l := range layers {
+		if g, ok := l.(*bigJARLayer); ok {
+			blobs.big[g.digest] = g
+		}
+	}
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithBlobHandler(blobs)))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	refs := map[string]string{}
+	for label, layer := range layers {
+		img, err := mutate.Append(shared(t).good, mutate.Addendum{Layer: layer})
+		require.NoError(t, err)
+		ref, err := name.ParseReference(host + "/flink:" + label)
+		require.NoError(t, err)
+		require.NoError(t, remote.Write(ref, img))
+		refs[label] = ref.String()
+	}
+	return refs
+}
+
+// TestDecompressionBombs: images built to exhaust the reader, each
+// reviewed alone by a server with the default spool budget (1.5 GiB) and
+// review timeout (8 s), under failure policy Fail. Each is answered
+// within the review timeout as the case says, with the heap's growth
+// while it is read under 128 MiB (generous: what is read is streamed or
+// bounded; a reader that held a bomb's inflated bytes would pass it) and
+// the spool budget's peak at most the budget; nothing is reserved after.
+func TestDecompressionBombs(t *testing.T) {
+	const lib = "/opt/flink/lib/"
+	const perFile = 2 << 30 // a layer's file, at most (internal/image)
+	begin := time.Now()
+	layers := map[string]v1.Layer{
+		"under-limit":      newBigJARLayer(t, lib+"huge-udfs.jar", perFile-4096),
+		"over-limit":       newBigJARLayer(t, lib+"huge-udfs.jar", perFile+1),
+		"truncated":        truncatedJARLayer(t, lib+"claims-100m.jar", 100<<20, 1<<20),
+		"lying-sizes":      tarLayer(t, lib+"liar.jar", lyingJAR(t)),
+		"manifest-bomb":    tarLayer(t, lib+"manifest-bomb.jar", manifestBomb(t, false)),
+		"manifest-lies":    tarLayer(t, lib+"manifest-bomb.jar", manifestBomb(t, true)),
+		"zeros-outside":    zeroBomb(t, "/opt/data/zeros.bin", 1<<30),
+		"zeros-jar-in-lib": zeroBomb(t, lib+"zeros.jar", 512<<20),
+		"many-entries":     tarLayer(t, lib+"many-classes.jar", manyEntriesJAR(t, 300_000)),
+	}
+	refs := imagesOn(t, layers)
+	t.Logf("images built and pushed in %s", time.Since(begin).Round(time.Millisecond))
+	const policy = "failure policy Fail"
+	for _, tc := range []struct {
+		label   string
+		allowed bool
+		policy  bool     // answered by the failure policy (else judged)
+		text    []string // in the answer
+	}{
+		// A JAR just under the per-file limit: larger than the whole budget,
+		// refused before a byte is spooled.
+		{"under-limit", false, true, []string{lib + "huge-udfs.jar needs 2.0Gi on disk while it is read, more than the whole budget of 1.5Gi (--spool-budget)"}},
+		// Just over it: an unsafe layer, refused by the rules, unread.
+		{"over-limit", false, false, []string{"unsafe layer entry: " + lib + "huge-udfs.jar is 2147483649 bytes, more than this tool reads"}},
+		// The tar says 100 MiB, the layer ends after 1 MiB: the image cannot
+		// be read; the 100 MiB reserved are given back.
+		{"truncated", false, true, []string{lib + "claims-100m.jar: spool: unexpected EOF"}},
+		// Entries that declare 3 GiB each: refused unread.
+		{"lying-sizes", false, false, []string{lib + "liar.jar: cannot read this JAR", "META-INF/MANIFEST.MF declares 3221225472 bytes, more than the 16777216 this tool reads"}},
+		// A manifest that inflates to the 256 MiB it declares: refused unread.
+		{"manifest-bomb", false, false, []string{"META-INF/MANIFEST.MF declares 268435456 bytes, more than the 16777216 this tool reads"}},
+		// One that declares 200 bytes: 200 bytes are read (no StreamFusion
+		// content: admitted).
+		{"manifest-lies", true, false, nil},
+		// 1 GiB of zeros in a 1 MiB gzip layer, outside lib: inflated and
+		// passed over, nothing kept.
+		{"zeros-outside", true, false, nil},
+		// 512 MiB of zeros as a JAR in lib: spooled inside the budget, then
+		// refused as no ZIP.
+		{"zeros-jar-in-lib", false, false, []string{lib + "zeros.jar: cannot read this JAR: found not a valid ZIP archive"}},
+		// 300,000 entries: admitted.
+		{"many-entries", true, false, nil},
+	} {
+		t.Run(tc.label, func(t *testing.T) {
+			budget := spool.New(1536<<20, "--spool-budget")
+			cache := verdict.New(verdict.Options{Remote: []remote.Option{remote.WithTransport(http.DefaultTransport)}, Read: readWith(budget, t.TempDir())})
+			s := startServer(t, Config{Cache: cache, FailurePolicy: Fail}, nil)
+			body := reviewOf(t, "FlinkDeployment", admissionv1.Create, flinkDeployment(refs[tc.label], "v2_2", ""))
+			heap := watchHeap()
+			start := time.Now()
+			out := s.post(t, body).Response
+			took := time.Since(start)
+			peak, kept := heap.end()
+			msg := text(out)
+			t.Logf("%s: allowed %v in %s; heap: peak +%s, after GC +%s; spool peak %s; answer: %.300s",
+				tc.label, out.Allowed, took.Round(time.Millisecond), mib(peak), mib(kept), spool.Bytes(budget.Peak()), msg)
+			assert.Equal(t, tc.allowed, out.Allowed, "%s", msg)
+			if tc.policy {
+				assert.Contains(t, msg, policy)
+			} else {
+				assert.NotContains(t, msg, "failure policy")
+			}
+			for _, want := range tc.text {
+				assert.Contains(t, msg, want)
+			}
+			assert.LessOrEqual(t, took, DefaultTimeout+time.Second, "answered within the review timeout")
+			assert.Less(t, peak, int64(128<<20), "heap growth while the image was read")
+			assert.LessOrEqual(t, budget.Peak(), int64(1536<<20))
+			assert.Eventually(t, func() bool { return cache.Running() == 0 && budget.InUse() == 0 }, 30*time.Second, 10*time.Millisecond,
+				"nothing reserved once the verification ends")
+		})
+	}
+}
