@@ -16,10 +16,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1061,4 +1065,180 @@ func TestDecompressionBombs(t *testing.T) {
 				"nothing reserved once the verification ends")
 		})
 	}
+}
+
+// webhookProc is `streamfusion webhook` running as a process of its own.
+type webhookProc struct {
+	cmd *osexec.Cmd
+	out bytes.Buffer
+}
+
+// startWebhook starts the binary on addr, with its layer-facts cache
+// and temporary directory in dir (kept across restarts).
+func startWebhook(t *testing.T, bin, dir, addr string, p pki) *webhookProc {
+	t.Helper()
+	w := &webhookProc{cmd: osexec.Command(bin, "webhook", "--listen", addr, "--tls-cert", p.certFile, "--tls-key", p.keyFile,
+		"--clusters=none", "--metrics-listen=", "--log-json")}
+	w.cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "TMPDIR="+filepath.Join(dir, "tmp"),
+		"DOCKER_CONFIG="+filepath.Join(dir, "docker"))
+	w.cmd.Stdout, w.cmd.Stderr = &w.out, &w.out
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tmp"), 0o700))
+	require.NoError(t, w.cmd.Start())
+	t.Cleanup(func() {
+		if w.cmd.ProcessState == nil {
+			_ = w.cmd.Process.Kill()
+			_ = w.cmd.Wait()
+		}
+	})
+	return w
+}
+
+// ready polls GET /readyz until it answers 200: how long that took.
+func ready(t *testing.T, c *http.Client, url string, w *webhookProc) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < 60*time.Second {
+		resp, err := c.Get(url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(start)
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("not ready within 60s:\n%s", w.out.String())
+	return 0
+}
+
+// TestKilledUnderLoad: `streamfusion webhook` as built, serving reviews
+// from 16 clients at once (of images it has not seen: verifications under
+// way, the layer-facts cache being written), is killed (SIGKILL) and
+// started again on the same address and directories: it is ready (GET
+// /readyz) within 30 s, and answers every review after correctly (the
+// good images admitted, the plain one refused with the entrypoint's
+// message), whatever the killed process left in its caches.
+func TestKilledUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the command")
+	}
+	imgs := shared(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "streamfusion")
+	build := osexec.Command("go", "build", "-o", bin, "../../cmd/streamfusion")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	const labels = 64
+	tagged := map[string]v1Image{"plain": imgs.plain}
+	for i := range labels {
+		cfg, err := imgs.good.ConfigFile()
+		require.NoError(t, err)
+		cfg = cfg.DeepCopy()
+		cfg.Config.Labels = map[string]string{"test": fmt.Sprint(i)}
+		img, err := mutate.ConfigFile(imgs.good, cfg)
+		require.NoError(t, err)
+		tagged[fmt.Sprintf("good-%d", i)] = img
+	}
+	host := registryWith(t, nil, tagged)
+	p := newPKI(t, dir, "killed")
+	p.write(t, time.Now().Add(-time.Minute))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	url := "https://" + addr
+	client := p.client()
+	review := func(img string) (*admissionv1.AdmissionResponse, error) {
+		body := reviewOf(t, "FlinkDeployment", admissionv1.Create, flinkDeployment(img, "v2_2", ""))
+		resp, err := client.Post(url+"/validate?timeout=10s", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var r admissionv1.AdmissionReview
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Response == nil {
+			return nil, fmt.Errorf("status %d: %v", resp.StatusCode, err)
+		}
+		return r.Response, nil
+	}
+	check := func(t *testing.T, img string, a *admissionv1.AdmissionResponse) {
+		t.Helper()
+		if strings.HasSuffix(img, ":plain") {
+			assert.False(t, a.Allowed, "%s", img)
+			assert.Contains(t, text(a), "StreamFusion refused to start kubernetes-jobmanager", img)
+		} else {
+			assert.True(t, a.Allowed, "%s: %s", img, text(a))
+		}
+	}
+
+	start := time.Now()
+	w := startWebhook(t, bin, dir, addr, p)
+	first := ready(t, client, url, w)
+
+	// Load: 16 clients, each reviewing images in turn, until the kill.
+	var answered, failed atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for c := range 16 {
+		wg.Go(func() {
+			for i := c; ; i += 16 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				img := fmt.Sprintf("%s/flink:good-%d", host, i%labels)
+				if i%5 == 0 {
+					img = host + "/flink:plain"
+				}
+				a, err := review(img)
+				if err != nil {
+					failed.Add(1)
+					time.Sleep(20 * time.Millisecond) // the server is down
+					continue
+				}
+				answered.Add(1)
+				check(t, img, a)
+			}
+		})
+	}
+	time.Sleep(1500 * time.Millisecond)
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGKILL))
+	_ = w.cmd.Wait()
+	killedAfter := time.Since(start)
+	beforeKill := answered.Load()
+	var cached int
+	_ = filepath.WalkDir(filepath.Join(dir, "cache"), func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			cached++
+		}
+		return nil
+	})
+
+	restart := time.Now()
+	w = startWebhook(t, bin, dir, addr, p)
+	second := ready(t, client, url, w)
+	close(stop)
+	wg.Wait()
+	t.Logf("ready after %s; killed after %s with %d reviews answered, %d files in the layer-facts cache; ready again after %s (%d requests failed: cut, or refused while down)",
+		first.Round(time.Millisecond), killedAfter.Round(time.Millisecond), beforeKill, cached, second.Round(time.Millisecond), failed.Load())
+	assert.Positive(t, beforeKill, "reviews were answered before the kill")
+	assert.Less(t, second, 30*time.Second, "time to ready after the kill")
+
+	// After the restart every review is answered, and correctly.
+	var after sync.WaitGroup
+	for i := range labels + 1 {
+		img := fmt.Sprintf("%s/flink:good-%d", host, i)
+		if i == labels {
+			img = host + "/flink:plain"
+		}
+		after.Go(func() {
+			a, err := review(img)
+			if assert.NoError(t, err, img) {
+				check(t, img, a)
+			}
+		})
+	}
+	after.Wait()
+	t.Logf("%d reviews answered after the restart in %s", labels+1, time.Since(restart).Round(time.Millisecond))
 }
