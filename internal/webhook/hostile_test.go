@@ -264,6 +264,40 @@ func TestSlowClients(t *testing.T) {
 		assert.Equal(t, before[http.StatusBadRequest]+1, after[http.StatusBadRequest], "the handler answered 400: %v", after)
 		t.Logf("closed after %s, answered %q", took.Round(time.Millisecond), strings.SplitN(got, "\r\n", 2)[0])
 	})
+	t.Run("HTTP/2 body a byte at a time", func(t *testing.T) {
+		before := h.answered()
+		c := s.dialH2(t)
+		block := c.block([2]string{":method", "POST"}, [2]string{":scheme", "https"}, [2]string{":authority", "webhook"},
+			[2]string{":path", "/validate"}, [2]string{"content-type", "application/json"}, [2]string{"content-length", fmt.Sprint(len(body))})
+		start := time.Now()
+		require.NoError(t, c.writeHeaders(1, block, false))
+		ended := make(chan h2event, 1)
+		go func() {
+			ended <- c.waitFor(t, func(e h2event) bool { return e.status != "" || e.reset || e.goAway || e.closed }, slowFor)
+		}()
+		var ev h2event
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+	drip:
+		for i := 0; ; i++ {
+			select {
+			case ev = <-ended:
+				break drip
+			case <-tick.C:
+				require.Less(t, i, len(body), "the whole body was sent, a byte at a time")
+				_ = c.write(func() error { return c.fr.WriteData(1, false, body[i:i+1]) })
+			}
+		}
+		took := time.Since(start)
+		t.Logf("stream ended after %s: status %q, reset %v, GOAWAY %v, %s", took.Round(time.Millisecond), ev.status, ev.reset, ev.goAway, ev.code)
+		assert.Less(t, took, cutWithin)
+		assert.GreaterOrEqual(t, took, slowReadTimeout)
+		if ev.status != "" {
+			assert.Equal(t, "400", ev.status)
+		}
+		after := h.answered()
+		assert.Equal(t, before[http.StatusOK], after[http.StatusOK], "no review was answered")
+	})
 }
 
 // TestOversizedHeaders: a header block larger than MaxHeaderBytes (and
