@@ -284,8 +284,8 @@ func TestSlowClients(t *testing.T) {
 			case ev = <-ended:
 				break drip
 			case <-tick.C:
-				require.Less(t, i, len(body), "the whole body was sent, a byte at a time")
-				_ = c.write(func() error { return c.fr.WriteData(1, false, body[i:i+1]) })
+				require.Less(t, time.Since(start), slowFor, "the server kept reading the body for %s", slowFor)
+				_ = c.write(func() error { return c.fr.WriteData(1, false, body[i%len(body):i%len(body)+1]) })
 			}
 		}
 		took := time.Since(start)
