@@ -977,14 +977,14 @@ func deflated(t testing.TB, data []byte) []byte {
 }
 
 // truncatedJARLayer is a layer whose tar header says the JAR at path is
-// claimed bytes long while the layer ends after real bytes of it.
-func truncatedJARLayer(t testing.TB, path string, claimed, real int64) v1.Layer {
+// claimed bytes long while the layer ends after held bytes of it.
+func truncatedJARLayer(t testing.TB, path string, claimed, held int64) v1.Layer {
 	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	require.NoError(t, tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(path, "/"), Mode: 0o644, Size: claimed, Typeflag: tar.TypeReg,
 		ModTime: time.Unix(1700000000, 0)}))
-	_, err := io.Copy(tw, io.LimitReader(zeros{}, real))
+	_, err := io.Copy(tw, io.LimitReader(zeros{}, held))
 	require.NoError(t, err)
 	return static.NewLayer(b.Bytes(), types.OCIUncompressedLayer) // no end: the tar stops in the middle of the file
 }
