@@ -137,15 +137,21 @@ image-test:
 # under the user cache; a cold build takes 15-35 min on 2 cores), Debian's etcd
 # and kubectl on PATH, the operator's CRDs from its API JAR by Maven
 # coordinates. The suite starts and stops them on loopback.
+# prometheus-operator's CRDs (ServiceMonitor, PrometheusRule) from the Go
+# module github.com/prometheus-operator/prometheus-operator, cached by
+# version under the user cache (TestRealMonitoring).
 KUBE_VERSION := v1.37.2
+PROMETHEUS_OPERATOR_VERSION := v0.85.0
 OPERATOR_API := $(CACHE_HOME)/streamfusion/operator-api
 K8S_ENV = STREAMFUSION_KUBE_APISERVER=$$(scripts/build-kube-apiserver $(KUBE_VERSION)) \
-	STREAMFUSION_OPERATOR_API_JAR=$(OPERATOR_API)/flink-kubernetes-operator-api-1.10.0.jar
+	STREAMFUSION_OPERATOR_API_JAR=$(OPERATOR_API)/flink-kubernetes-operator-api-1.10.0.jar \
+	STREAMFUSION_PROMETHEUS_OPERATOR_CRDS=$$(scripts/fetch-prometheus-operator-crds $(PROMETHEUS_OPERATOR_VERSION))
 k8s-tools:
 	scripts/build-kube-apiserver $(KUBE_VERSION) >/dev/null
 	scripts/fetch-flink-jars internal/webhook/testdata/operator-api.txt $(OPERATOR_API) >/dev/null
+	scripts/fetch-prometheus-operator-crds $(PROMETHEUS_OPERATOR_VERSION) >/dev/null
 test-k8s: k8s-tools
-	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer|TestRealAudit' ./internal/webhook/
+	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer|TestRealAudit|TestRealMonitoring' ./internal/webhook/
 # The webhook under load (docs/performance.md, "The webhook under load"):
 # warm reviews over HTTP/2 at 1, 8, 32 and 128 in flight against the
 # webhook and a trivial HTTPS echo server, each in a process of its own;

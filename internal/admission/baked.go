@@ -72,15 +72,13 @@ func (v *view) bakedLinkage() *linkage {
 	if len(v.Deep.Usrlib) == 0 {
 		return l
 	}
-	cp := NewClasspath(v.Deep)
-	cp.parentFirst = v.Deep.ParentFirst
-	cp.resolvedOnly = map[*payload.Archive]bool{}
+	cp := newClasspath(v.Deep)
 	var jars, judge []*deepJAR
 	for i, a := range v.Deep.Lib {
 		if a != nil && i < len(v.Classpath) {
 			j := v.deepJAR(v.Classpath[i], a, cp.Lib, false)
 			j.host = true
-			cp.resolvedOnly[a] = true
+			cp.ResolveOnly(a)
 			jars = append(jars, j)
 		}
 	}
@@ -93,8 +91,8 @@ func (v *view) bakedLinkage() *linkage {
 			usr[j.jar.Path] = true
 		}
 	}
-	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(jars)}
-	for _, f := range v.shadowing(r, cp, jars) {
+	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(jars), parentFirst: v.Deep.ParentFirst}
+	for _, f := range v.shadowing(cp, jars) {
 		if usr[f.Path] {
 			l.shadow = append(l.shadow, f)
 		}

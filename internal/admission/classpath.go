@@ -1,13 +1,10 @@
 package admission
 
 import (
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
-	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/jvm"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
@@ -46,123 +43,26 @@ func (d *Deep) Close() {
 	}
 }
 
-// Loader is one class loader of the classpath model: its JARs in search
-// order, and a parent it delegates to. lib's loader has no parent; usrlib's
-// is child-first over lib except for the parent-first patterns. The planner
-// loader's nested planner is not in lib's JARs: lib cannot see it.
-type Loader struct {
-	Name        string
-	JARs        []*payload.Archive
-	Parent      *Loader
-	ParentFirst []string // binary-name prefixes (a.b.) the parent answers first
-
-	index map[string]*payload.Archive // class -> the first of JARs holding it, built on first use
-}
-
-// Find returns the JAR the loader takes a class from (internal name), nil
-// when none of the JARs it searches has it.
-func (l *Loader) Find(name string) *payload.Archive {
-	if l == nil {
-		return nil
-	}
-	if l.Parent != nil && l.parentFirst(name) {
-		if a := l.Parent.Find(name); a != nil {
-			return a
-		}
-		return l.own(name)
-	}
-	if a := l.own(name); a != nil {
-		return a
-	}
-	return l.Parent.Find(name)
-}
-
-func (l *Loader) own(name string) *payload.Archive {
-	if l.index == nil {
-		// One map for the loader's JARs, the first JAR of a name winning:
-		// a lookup is one probe, not one per JAR.
-		n := 0
-		for _, a := range l.JARs {
-			if a != nil {
-				n += len(a.Classes)
-			}
-		}
-		l.index = make(map[string]*payload.Archive, n)
-		for i := len(l.JARs) - 1; i >= 0; i-- {
-			if a := l.JARs[i]; a != nil {
-				for c := range a.Classes {
-					l.index[c] = a
-				}
-			}
-		}
-	}
-	return l.index[name]
-}
-
-func (l *Loader) parentFirst(name string) bool {
-	for _, p := range l.ParentFirst {
-		if p != "" && binaryPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// binaryPrefix says whether the binary name of internal (dots for
-// slashes) starts with p, without making it: every Find through usrlib
-// asks.
-func binaryPrefix(internal, p string) bool {
-	if len(internal) < len(p) {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		c := internal[i]
-		if c == '/' {
-			c = '.'
-		}
-		if c != p[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// Searched says where the loader looks for a class, for a finding.
-func (l *Loader) Searched(name string) string {
+// searched says where a loader looks for a class, for a finding.
+func searched(l *jvm.Loader, name string) string {
 	switch {
 	case l.Parent == nil:
 		return "lib (" + plural(len(l.JARs), "JAR") + ", flink-dist last)"
-	case l.parentFirst(name):
+	case l.ParentFirstFor(name):
 		return "lib, then usrlib (parent-first pattern)"
 	default:
 		return "usrlib, then lib (child-first)"
 	}
 }
 
-// Classpath is the model every caller uses: lib's loader and usrlib's.
-type Classpath struct {
-	Lib, Usrlib *Loader
-	classes     map[*payload.Archive]map[string]*parsed
-	parentFirst []string
-	baked       *Baked // answers for the classes of a baked class index
-
-	mu sync.Mutex // guards classes: prefetch parses on several goroutines
-	// resolvedOnly are the JARs whose classes are only resolved against
-	// (the host's own), never judged: parsed without their instructions.
-	// Set before the first Class.
-	resolvedOnly map[*payload.Archive]bool
-}
-
-var classBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
-
 // clusterProvided: a class of a package the parent-first patterns leave to
 // the cluster's class path beyond lib, java. and the ones lib already has
 // aside: Hadoop (HADOOP_CLASSPATH), which Flink's docs tell users to add
 // outside lib. A library there that nothing in lib provides is not judged
 // missing.
-func (cp *Classpath) clusterProvided(class string) bool {
+func clusterProvided(parentFirst []string, class string) bool {
 	binary := strings.ReplaceAll(class, "/", ".")
-	for _, p := range cp.parentFirst {
+	for _, p := range parentFirst {
 		if strings.HasPrefix(p, "org.apache.hadoop") && strings.HasPrefix(binary, p) {
 			return true
 		}
@@ -170,189 +70,13 @@ func (cp *Classpath) clusterProvided(class string) bool {
 	return false
 }
 
-type parsed struct {
-	c   *classfile.Class
-	err error
-}
-
-// NewClasspath arranges the deep facts as Flink's class loaders do.
-func NewClasspath(d *Deep) *Classpath {
-	lib := &Loader{Name: "lib", JARs: d.Lib}
-	cp := &Classpath{Lib: lib, classes: map[*payload.Archive]map[string]*parsed{}, baked: d.Baked}
-	if len(d.Usrlib) > 0 {
-		cp.Usrlib = &Loader{Name: "usrlib", JARs: d.Usrlib, Parent: lib, ParentFirst: d.ParentFirst}
+// newClasspath arranges the deep facts as Flink's class loaders do.
+func newClasspath(d *Deep) *jvm.Classpath {
+	var indexed jvm.Indexed
+	if d.Baked != nil {
+		indexed = d.Baked.Classes
 	}
-	return cp
-}
-
-// Class parses a class of a JAR once.
-func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, error) {
-	cp.mu.Lock()
-	m := cp.classes[a]
-	if m == nil {
-		m = map[string]*parsed{}
-		cp.classes[a] = m
-	}
-	if p, ok := m[name]; ok {
-		cp.mu.Unlock()
-		return p.c, p.err
-	}
-	cp.mu.Unlock()
-	p := &parsed{}
-	if cp.baked != nil && cp.baked.Classes != nil {
-		if c, err, ok := cp.baked.Classes(a, name); ok {
-			p.c, p.err = c, err
-			cp.mu.Lock()
-			m[name] = p
-			cp.mu.Unlock()
-			return p.c, p.err
-		}
-	}
-	bp := classBuffers.Get().(*[]byte)
-	data, err := a.Class(name, *bp)
-	if err == nil {
-		if cap(data) > cap(*bp) && cap(data) <= 1<<20 {
-			*bp = data[:0]
-		}
-		p.c, err = classfile.Parse(data, classfile.Options{MembersOnly: cp.resolvedOnly[a]})
-	}
-	classBuffers.Put(bp)
-	p.err = err
-	cp.mu.Lock()
-	if q, ok := m[name]; ok { // parsed meanwhile by another goroutine
-		p = q
-	} else {
-		m[name] = p
-	}
-	cp.mu.Unlock()
-	return p.c, p.err
-}
-
-// want is a class of a JAR to parse ahead of its use.
-type want struct {
-	a    *payload.Archive
-	name string
-}
-
-// prefetch parses classes of a JAR on a few goroutines, so that the
-// inflating and parsing of a large JAR's reachable classes use every CPU.
-func (cp *Classpath) prefetch(a *payload.Archive, names []string) {
-	ws := make([]want, len(names))
-	for i, n := range names {
-		ws[i] = want{a, n}
-	}
-	cp.prefetchAll(ws)
-}
-
-// prefetchAll parses classes of any JARs on a few goroutines; those
-// already parsed are skipped. Class keeps each result, so the order of
-// the parsing does not show in any answer.
-func (cp *Classpath) prefetchAll(ws []want) {
-	workers := min(runtime.GOMAXPROCS(0), 4, len(ws)/8)
-	if workers < 2 {
-		return
-	}
-	// The workers take the next class by an index, not through a channel:
-	// a hand-off per class woke a goroutine per class.
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(ws)); i = next.Add(1) - 1 {
-				cp.Class(ws[i].a, ws[i].name) //nolint:errcheck // the error is kept with the class
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// isParsed reports whether a class of a JAR has been parsed already.
-func (cp *Classpath) isParsed(a *payload.Archive, name string) bool {
-	cp.mu.Lock()
-	defer cp.mu.Unlock()
-	_, ok := cp.classes[a][name]
-	return ok
-}
-
-// loaderOf is the loader that defines a JAR's classes.
-func (cp *Classpath) loaderOf(a *payload.Archive) *Loader {
-	if cp.Usrlib != nil {
-		for _, u := range cp.Usrlib.JARs {
-			if u == a {
-				return cp.Usrlib
-			}
-		}
-	}
-	return cp.Lib
-}
-
-// DefaultParentFirst returns classloader.parent-first-patterns.default as
-// the static initializer of flink-dist's CoreOptions builds it: the string
-// constants loaded between the option's key and the store into
-// ALWAYS_PARENT_FIRST_LOADER_PATTERNS, with the strings of any array field
-// the initializer stored earlier and reads in between (the logging
-// patterns). Only strings that look like package prefixes count (the
-// description's prose does not).
-func DefaultParentFirst(c *classfile.Class) ([]string, bool) {
-	const key = "classloader.parent-first-patterns.default"
-	stored := map[string][]string{} // field -> strings loaded since the previous store
-	var pending []string
-	var patterns []string
-	in := false
-	for _, insn := range c.Init {
-		switch {
-		case insn.String != "":
-			if insn.String == key {
-				in, patterns = true, nil
-				continue
-			}
-			if in {
-				if isPattern(insn.String) {
-					patterns = append(patterns, insn.String)
-				}
-			} else {
-				pending = append(pending, insn.String)
-			}
-		case insn.Op == 0xb2 && in && insn.Owner == c.Name: // getstatic of an earlier array
-			patterns = append(patterns, stored[insn.Name]...)
-		case insn.Op == 0xb3: // putstatic
-			if in && insn.Name == "ALWAYS_PARENT_FIRST_LOADER_PATTERNS" {
-				return patterns, len(patterns) > 0
-			}
-			if !in {
-				var keep []string
-				for _, s := range pending {
-					if isPattern(s) {
-						keep = append(keep, s)
-					}
-				}
-				stored[insn.Name] = keep
-				pending = nil
-			}
-		}
-	}
-	return nil, false
-}
-
-// isPattern: a Java package prefix, dots and identifier characters only,
-// as the parent-first patterns are written.
-func isPattern(s string) bool {
-	if s == "" || strings.Contains(s, "-") {
-		return false
-	}
-	dot := false
-	for _, r := range s {
-		switch {
-		case r == '.':
-			dot = true
-		case r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
-		default:
-			return false
-		}
-	}
-	return dot
+	return jvm.NewClasspath(d.Lib, d.Usrlib, d.ParentFirst, indexed)
 }
 
 func plural(n int, what string) string {

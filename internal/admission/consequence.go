@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/jvm"
 )
 
 // Severity from consequence (issue 28): a finding is an error when the JVM
@@ -40,7 +41,7 @@ func shadedPkg(class string) bool {
 // winning copy cannot be read. Otherwise a warning: the copies differ and
 // every use resolves (the losing JAR's own code, when it is not the
 // host's, is judged against the winning copies by the linkage rules).
-func (v *view) shadowConsequence(r *resolver, cp *Classpath, winner, loser *deepJAR, names []string, hostUses bool) (Severity, string) {
+func (v *view) shadowConsequence(cp *jvm.Classpath, winner, loser *deepJAR, names []string, hostUses bool) (Severity, string) {
 	if !loser.host {
 		return Warning, ""
 	}
@@ -85,7 +86,7 @@ func (v *view) shadowConsequence(r *resolver, cp *Classpath, winner, loser *deep
 					continue
 				}
 				ref := classfile.Ref{Kind: g.kind, Owner: n, Name: m.Name, Descriptor: m.Descriptor}
-				if found, _ := r.lookup(cp.Lib, ref); !found {
+				if found, _ := cp.Lookup(cp.Lib, ref); !found {
 					if flinkOwn(n) {
 						return Error, "the winning copy has no " + javaMember(ref) + ", which " + path.Base(loser.jar.Path) + "'s copy declares and its code is built against"
 					}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/jvm"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
@@ -37,7 +38,7 @@ const (
 type deepJAR struct {
 	jar     *payload.JAR
 	archive *payload.Archive
-	loader  *Loader
+	loader  *jvm.Loader
 	usrlib  bool
 	host    bool     // the host's own: not judged, only resolved against
 	sev     Severity // of its findings
@@ -64,7 +65,7 @@ func (v *view) linkage() *linkage {
 		v.link = v.bakedLinkage() // baked.go
 		return v.link
 	}
-	cp := NewClasspath(v.Deep)
+	cp := newClasspath(v.Deep)
 	var jars []*deepJAR
 	for i, a := range v.Deep.Lib {
 		if a != nil && i < len(v.Classpath) {
@@ -76,18 +77,16 @@ func (v *view) linkage() *linkage {
 			jars = append(jars, v.deepJAR(v.Usrlib[i], a, cp.Usrlib, true))
 		}
 	}
-	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(jars)}
-	cp.parentFirst = v.Deep.ParentFirst
+	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(jars), parentFirst: v.Deep.ParentFirst}
 	var judge []*deepJAR
-	cp.resolvedOnly = map[*payload.Archive]bool{}
 	for _, j := range jars {
 		if !j.host {
 			judge = append(judge, j)
 		} else {
-			cp.resolvedOnly[j.archive] = true
+			cp.ResolveOnly(j.archive)
 		}
 	}
-	v.link.shadow = v.shadowing(r, cp, jars)
+	v.link.shadow = v.shadowing(cp, jars)
 	r.dropped = v.droppedPackages(judge)
 	r.judge(judge, v.link)
 	return v.link
@@ -109,7 +108,7 @@ func (v *view) hostOwn(j *payload.JAR) bool {
 	return strings.HasPrefix(manifestValue(j, "Bundle-SymbolicName"), "org.apache.logging.log4j")
 }
 
-func (v *view) deepJAR(j *payload.JAR, a *payload.Archive, l *Loader, usrlib bool) *deepJAR {
+func (v *view) deepJAR(j *payload.JAR, a *payload.Archive, l *jvm.Loader, usrlib bool) *deepJAR {
 	d := &deepJAR{jar: j, archive: a, loader: l, usrlib: usrlib, sev: Warning}
 	d.host = !usrlib && v.hostOwn(j)
 	if usrlib || v.byPath[j.Path] != nil || v.stockRequired(j) {
@@ -143,106 +142,39 @@ func (v *view) maxClassMajor() int {
 	return v.java.Major + 44
 }
 
-// shadowing finds the classes two JARs hold with different contents (CRC
-// and size of the central directory), the way the loaders pick: in lib the
-// first JAR in classpath order hides the later ones; a usrlib class hides
-// lib's copy child-first, and is itself hidden by lib's copy where a
-// parent-first pattern leaves the class to lib; in usrlib the first JAR
-// hides the later ones. Identical copies shadow nothing. One finding per
-// pair of JARs, every hidden class in its symbol.
-func (v *view) shadowing(r *resolver, cp *Classpath, jars []*deepJAR) []Finding {
+// shadowing reports the classes the loaders take from one JAR where
+// another holds a different copy (jvm.Classpath.Shadowed), with the
+// severity their consequence has: one finding per pair of JARs, every
+// hidden class in its symbol.
+func (v *view) shadowing(cp *jvm.Classpath, jars []*deepJAR) []Finding {
 	var out []Finding
-	// pairs collects hidden classes by (winner, loser) in the order found.
-	type pair struct{ winner, loser *deepJAR }
-	byPair := map[pair][]string{}
-	var pairs []pair
-	hide := func(w, l *deepJAR, name string) {
-		k := pair{w, l}
-		if len(byPair[k]) == 0 {
-			pairs = append(pairs, k)
-		}
-		byPair[k] = append(byPair[k], name)
+	byArchive := map[*payload.Archive]*deepJAR{}
+	for _, j := range jars {
+		byArchive[j.archive] = j
 	}
-	differ := func(a, b *payload.Archive, name string) bool {
-		x, y := a.Classes[name], b.Classes[name]
-		return x.CRC != y.CRC || x.Size != y.Size
-	}
-	for _, usr := range []bool{false, true} {
-		first := map[string]*deepJAR{}
-		for _, j := range jars {
-			if j.usrlib != usr {
-				continue
-			}
-			for _, name := range sortedClasses(j.archive) {
-				w, ok := first[name]
-				if !ok {
-					first[name] = j
-					continue
-				}
-				if differ(w.archive, j.archive, name) {
-					hide(w, j, name)
-				}
-			}
-		}
-	}
-	for _, k := range pairs {
+	within, between := cp.Shadowed()
+	for _, h := range within {
+		winner, loser := byArchive[h.Winner], byArchive[h.Loser]
 		where, how := "lib", "comes first in lib"
-		if k.winner.usrlib {
+		if winner.usrlib {
 			where, how = "usrlib", "comes first in usrlib"
 		}
-		sev, why := v.shadowConsequence(r, cp, k.winner, k.loser, byPair[k], true)
-		out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], where, how, sev, why))
+		sev, why := v.shadowConsequence(cp, winner, loser, h.Classes, true)
+		out = append(out, v.shadowFinding(winner, loser, h.Classes, where, how, sev, why))
 	}
-	// usrlib over lib: child-first, except where a parent-first pattern
-	// leaves the class to lib.
-	if cp.Usrlib == nil {
-		return out
-	}
-	libJARs := map[*payload.Archive]*deepJAR{}
-	for _, j := range jars {
-		libJARs[j.archive] = j
-	}
-	pairs, byPair = nil, map[pair][]string{}
-	for _, j := range jars {
-		if !j.usrlib {
-			continue
-		}
-		for _, name := range sortedClasses(j.archive) {
-			if cp.Usrlib.Find(name) != j.archive && !cp.Usrlib.parentFirst(name) {
-				continue // an earlier usrlib JAR's copy: reported above
-			}
-			la := cp.Lib.Find(name)
-			if la == nil || !differ(j.archive, la, name) {
-				continue
-			}
-			if cp.Usrlib.parentFirst(name) {
-				hide(libJARs[la], j, name)
-			} else {
-				hide(j, libJARs[la], name)
-			}
-		}
-	}
-	for _, k := range pairs {
-		if k.winner.usrlib {
-			sev, why := v.shadowConsequence(r, cp, k.winner, k.loser, byPair[k], false)
-			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded child-first from usrlib", sev, why))
+	for _, h := range between {
+		winner, loser := byArchive[h.Winner], byArchive[h.Loser]
+		if winner.usrlib {
+			sev, why := v.shadowConsequence(cp, winner, loser, h.Classes, false)
+			out = append(out, v.shadowFinding(winner, loser, h.Classes, "usrlib", "is loaded child-first from usrlib", sev, why))
 		} else {
 			// The JVM takes lib's copy, which the host expects: the job's
 			// own copy is what is lost (a warning; what the job's code
 			// cannot then link is the linkage rules' to say).
-			out = append(out, v.shadowFinding(k.winner, k.loser, byPair[k], "usrlib", "is loaded parent-first from lib", Warning, ""))
+			out = append(out, v.shadowFinding(winner, loser, h.Classes, "usrlib", "is loaded parent-first from lib", Warning, ""))
 		}
 	}
 	return out
-}
-
-func sortedClasses(a *payload.Archive) []string {
-	names := make([]string, 0, len(a.Classes))
-	for n := range a.Classes {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // shadowExamples is how many hidden classes a message names.
@@ -287,14 +219,15 @@ func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how 
 		Symbol:   &Symbol{Kind: SymShadow, From: first, Owner: first, JAR: winner.jar.Path, Classes: names}}
 }
 
-// resolver resolves the references of the classes of non-host JARs.
+// resolver judges what the classpath model says of the references of the
+// classes of non-host JARs.
 type resolver struct {
-	cp           *Classpath
+	cp           *jvm.Classpath
 	hostPackages map[string]bool // packages the host's own JARs provide
 	packages     map[string]bool // packages some JAR on the classpath provides
+	parentFirst  []string        // usrlib's parent-first patterns (clusterProvided)
 	maxMajor     int
-	line         string          // the host's Flink line, for the fix
-	loads        perLoader[edge] // class -> the first edge of its hierarchy to a missing class (zero when it loads)
+	line         string // the host's Flink line, for the fix
 	// dropped are the packages the flink-dist of another line carries
 	// that a JAR on the classpath is built for (DistPackages), by package.
 	dropped map[string]droppedBy
@@ -329,27 +262,6 @@ func (v *view) droppedPackages(js []*deepJAR) map[string]droppedBy {
 	return out
 }
 
-// perLoader is a map from (loader, class name) to V kept as one string
-// map per loader: a check has two or three loaders, and a lookup by the
-// name alone hashes only the string (a (loader, name) struct key took the
-// generic map path, its hash and equality a twentieth of the CPU).
-type perLoader[V any] struct {
-	ls []*Loader
-	ms []map[string]V
-}
-
-// of returns l's map, made on first use.
-func (p *perLoader[V]) of(l *Loader) map[string]V {
-	for i, x := range p.ls {
-		if x == l {
-			return p.ms[i]
-		}
-	}
-	m := map[string]V{}
-	p.ls, p.ms = append(p.ls, l), append(p.ms, m)
-	return m
-}
-
 // packages are the packages every JAR of lib and usrlib holds classes of.
 func packages(jars []*deepJAR) map[string]bool {
 	out := map[string]bool{}
@@ -368,266 +280,6 @@ func pkg(name string) string {
 	return ""
 }
 
-// jdk says whether a class is the JDK's: its modules are not read, so a
-// reference to them is taken to link, and a hierarchy that reaches one may
-// hold any member.
-func jdk(name string) bool {
-	for _, p := range []string{"java/", "javax/", "jdk/", "sun/", "com/sun/", "org/w3c/", "org/xml/", "org/ietf/", "org/omg/"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-// element strips array dimensions: the class an array type resolves.
-func element(name string) (string, bool) {
-	if !strings.HasPrefix(name, "[") {
-		return name, true
-	}
-	d := strings.TrimLeft(name, "[")
-	if strings.HasPrefix(d, "L") && strings.HasSuffix(d, ";") {
-		return d[1 : len(d)-1], true
-	}
-	return "", false // an array of primitives
-}
-
-// edge is why a class does not load, as the JVM's NoClassDefFoundError
-// names it: the class with no class file (missing) and the class whose
-// superclass, interface or instruction names it (from; "" when the class
-// asked for is itself the missing one, so the caller is the namer).
-type edge struct{ from, missing string }
-
-// load resolves a class through l and returns the first edge of its
-// hierarchy (superclass first, then interfaces, depth first) to a class
-// with no class file; the zero edge when every class of it loads.
-func (r *resolver) load(l *Loader, name string) edge {
-	if jdk(name) {
-		return edge{}
-	}
-	loads := r.loads.of(l)
-	if e, ok := loads[name]; ok {
-		return e
-	}
-	loads[name] = edge{} // a cycle is the JVM's ClassCircularityError, not ours to report
-	a := l.Find(name)
-	if a == nil {
-		loads[name] = edge{missing: name}
-		return loads[name]
-	}
-	c, err := r.cp.Class(a, name)
-	if err != nil {
-		return edge{} // an unreadable class is layout-unreadable's business, not linkage's
-	}
-	dl := r.cp.loaderOf(a)
-	for i := -1; i < len(c.Interfaces); i++ {
-		s := c.Super
-		if i >= 0 {
-			s = c.Interfaces[i]
-		}
-		if s == "" {
-			continue
-		}
-		if e := r.load(dl, s); e.missing != "" {
-			if e.from == "" {
-				e.from = name
-			}
-			loads[name] = e
-			return e
-		}
-	}
-	return edge{}
-}
-
-// class returns the class l resolves name to, parsed, with its defining
-// loader; nil for a JDK class or one that does not load.
-func (r *resolver) class(l *Loader, name string) (*classfile.Class, *Loader, *payload.Archive) {
-	if jdk(name) {
-		return nil, nil, nil
-	}
-	a := l.Find(name)
-	if a == nil {
-		return nil, nil, nil
-	}
-	c, err := r.cp.Class(a, name)
-	if err != nil {
-		return nil, nil, nil
-	}
-	return c, r.cp.loaderOf(a), a
-}
-
-// lookup is the JVMS 5.4.3 search for a member; found is true also when
-// the search reaches a class it cannot see into (the JDK's).
-func (r *resolver) lookup(l *Loader, ref classfile.Ref) (found bool, looked []string) {
-	declares := func(c *classfile.Class) bool {
-		ms := c.Methods
-		if ref.Kind == classfile.Field {
-			ms = c.Fields
-		}
-		for _, m := range ms {
-			if m.Name == ref.Name && m.Descriptor == ref.Descriptor {
-				return true
-			}
-		}
-		return false
-	}
-	c, cl, _ := r.class(l, ref.Owner)
-	if c == nil {
-		return true, nil
-	}
-	if ref.Name == "<init>" || ref.Name == "<clinit>" {
-		return declares(c), []string{ref.Owner}
-	}
-	// supers walks the superclass chain from c; unknown when it reaches a
-	// JDK class whose members are not known here.
-	supers := func(c *classfile.Class, l *Loader, visit func(*classfile.Class, *Loader) bool) (hit, unknown bool) {
-		for c != nil {
-			looked = append(looked, c.Name)
-			if visit(c, l) {
-				return true, false
-			}
-			if c.Super == "" {
-				return false, false
-			}
-			if jdk(c.Super) {
-				members, known := jdkMembers[c.Super]
-				if !known {
-					return false, true
-				}
-				looked = append(looked, c.Super)
-				return ref.Kind != classfile.Field && slices.Contains(members, ref.Name+ref.Descriptor), false
-			}
-			c, l, _ = r.class(l, c.Super)
-		}
-		return false, true
-	}
-	var ifaces func(c *classfile.Class, l *Loader, seen map[string]bool) (hit, unknown bool)
-	ifaces = func(c *classfile.Class, l *Loader, seen map[string]bool) (bool, bool) {
-		unknown := false
-		for _, i := range c.Interfaces {
-			if seen[i] {
-				continue
-			}
-			seen[i] = true
-			if jdk(i) {
-				members, known := jdkMembers[i]
-				if !known {
-					unknown = true
-				} else if ref.Kind != classfile.Field && slices.Contains(members, ref.Name+ref.Descriptor) {
-					return true, false
-				}
-				continue
-			}
-			ic, il, _ := r.class(l, i)
-			if ic == nil {
-				unknown = true
-				continue
-			}
-			looked = append(looked, ic.Name)
-			if declares(ic) {
-				return true, false
-			}
-			if h, u := ifaces(ic, il, seen); h {
-				return true, false
-			} else if u {
-				unknown = true
-			}
-		}
-		return false, unknown
-	}
-	// allInterfaces searches the superinterfaces of c and of every superclass.
-	allInterfaces := func() (bool, bool) {
-		seen := map[string]bool{}
-		unknown := false
-		hit, u := supers(c, cl, func(k *classfile.Class, kl *Loader) bool {
-			h, uu := ifaces(k, kl, seen)
-			unknown = unknown || uu
-			return h
-		})
-		return hit, unknown || u
-	}
-	switch ref.Kind {
-	case classfile.Field:
-		// The class, its superinterfaces, then its superclass, recursively:
-		// the order differs, the set searched does not.
-		if hit, u := supers(c, cl, func(k *classfile.Class, _ *Loader) bool { return declares(k) }); hit || u {
-			return true, looked
-		}
-		hit, u := allInterfaces()
-		return hit || u, uniq(looked)
-	case classfile.InterfaceMethod:
-		if declares(c) || objectMethod(ref) {
-			return true, []string{c.Name}
-		}
-		looked = []string{c.Name}
-		hit, u := ifaces(c, cl, map[string]bool{})
-		return hit || u, uniq(looked)
-	default:
-		if hit, u := supers(c, cl, func(k *classfile.Class, _ *Loader) bool { return declares(k) }); hit || u {
-			return true, looked
-		}
-		hit, u := allInterfaces()
-		return hit || u, uniq(looked)
-	}
-}
-
-func uniq(s []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range s {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// jdkMembers are the complete member sets (name and descriptor, with
-// inherited ones) of the JDK types most hierarchies end in: reaching one of
-// these, a search knows a member is missing; reaching any other JDK type,
-// it cannot tell and takes the member to exist.
-var jdkMembers = map[string][]string{
-	"java/lang/Object": {"hashCode()I", "equals(Ljava/lang/Object;)Z", "toString()Ljava/lang/String;", "getClass()Ljava/lang/Class;",
-		"notify()V", "notifyAll()V", "wait()V", "wait(J)V", "wait(JI)V", "clone()Ljava/lang/Object;", "finalize()V"},
-	"java/io/Serializable":    nil,
-	"java/lang/Cloneable":     nil,
-	"java/lang/AutoCloseable": {"close()V"},
-	"java/io/Closeable":       {"close()V"},
-	"java/lang/Runnable":      {"run()V"},
-	"java/lang/Comparable":    {"compareTo(Ljava/lang/Object;)I"},
-}
-
-// objectMethod: an interface method reference java.lang.Object's public
-// methods answer (JVMS 5.4.3.4 step 3).
-func objectMethod(ref classfile.Ref) bool {
-	switch ref.Name + ref.Descriptor {
-	case "hashCode()I", "equals(Ljava/lang/Object;)Z", "toString()Ljava/lang/String;", "getClass()Ljava/lang/Class;",
-		"notify()V", "notifyAll()V", "wait()V", "wait(J)V", "wait(JI)V":
-		return true
-	}
-	return false
-}
-
-// roots are a JAR's entry points: its service implementations, Main-Class
-// and Program-Class.
-func roots(j *deepJAR) []string {
-	var out []string
-	for _, s := range j.archive.Services {
-		data, err := j.archive.File(s)
-		if err != nil {
-			continue
-		}
-		out = append(out, payload.ServiceClasses(data)...)
-	}
-	for _, attr := range []string{"Main-Class", "Program-Class"} {
-		if m := manifestValue(j.jar, attr); m != "" {
-			out = append(out, strings.ReplaceAll(strings.TrimSpace(m), ".", "/"))
-		}
-	}
-	return out
-}
-
 // judged is a JAR that is not the host's own, with what judging its
 // classes needs and gathers.
 type judged struct {
@@ -644,162 +296,6 @@ type judged struct {
 type pending struct {
 	f       Finding
 	library string
-}
-
-// reachClass is a class of a judged JAR the walk reached.
-type reachClass struct {
-	jd   *judged
-	name string
-}
-
-// reachable walks the classes the JVM can reach from the entry points of
-// every judged JAR, as the loaders resolve them: through the classes of
-// any judged JAR (a connector's calls into the kafka-clients beside it),
-// never into the host's own JARs. Each class is visited once, with the
-// JAR that holds it; breadth first, a level's classes of one JAR parsed
-// together (prefetch), then visited in order.
-func (r *resolver) reachable(js []*judged, visit func(*judged, *classfile.Class)) {
-	byArchive := make(map[*payload.Archive]*judged, len(js))
-	for _, jd := range js {
-		byArchive[jd.j.archive] = jd
-	}
-	type item struct {
-		name string
-		l    *Loader
-	}
-	var seen perLoader[bool]
-	visited := map[*payload.Archive]map[string]bool{}
-	var level []item
-	for _, jd := range js {
-		for _, root := range roots(jd.j) {
-			level = append(level, item{root, jd.j.loader})
-		}
-	}
-	for len(level) > 0 {
-		var mine []reachClass
-		perJAR := map[*judged][]string{}
-		var order []*judged
-		for _, it := range level {
-			sl := seen.of(it.l)
-			if sl[it.name] || jdk(it.name) {
-				continue
-			}
-			sl[it.name] = true
-			a := it.l.Find(it.name)
-			jd := byArchive[a]
-			if jd == nil {
-				continue // the host's own, or no class file (reported at the edge naming it)
-			}
-			v := visited[a]
-			if v == nil {
-				v = map[string]bool{}
-				visited[a] = v
-			}
-			if v[it.name] {
-				continue
-			}
-			v[it.name] = true
-			mine = append(mine, reachClass{jd, it.name})
-			if len(perJAR[jd]) == 0 {
-				order = append(order, jd)
-			}
-			perJAR[jd] = append(perJAR[jd], it.name)
-		}
-		for _, jd := range order {
-			r.cp.prefetch(jd.j.archive, perJAR[jd])
-		}
-		r.prefetchNamed(mine)
-		var next []item
-		for _, m := range mine {
-			c, err := r.cp.Class(m.jd.j.archive, m.name)
-			if err != nil {
-				continue
-			}
-			l := m.jd.j.loader
-			sl := seen.of(l)
-			add := func(n string) {
-				if e, ok := element(n); ok && e != "" && !jdk(e) && !sl[e] {
-					next = append(next, item{e, l})
-				}
-			}
-			add(c.Super)
-			for _, i := range c.Interfaces {
-				add(i)
-			}
-			for _, k := range c.Classes {
-				add(k)
-			}
-			for _, ref := range c.Refs {
-				add(ref.Owner)
-			}
-			visit(m.jd, c)
-			// What instructions use is judged: only the members stay, for
-			// the resolution of other classes' references.
-			c.Classes, c.Refs = nil, nil
-		}
-		level = next
-	}
-}
-
-// prefetchNamed parses, on the prefetch goroutines, the classes a level's
-// judged classes name (supertypes, nested classes, the owners of their
-// references; the host's and the judged JARs') and, round by round, those
-// classes' own supertypes: the visit loads every one of them to resolve
-// the level's references and hierarchies, and would otherwise parse them
-// one by one on the walking goroutine. It only fills the parse cache
-// (Class keeps one result per class), so what is found does not change.
-func (r *resolver) prefetchNamed(mine []reachClass) {
-	var seen perLoader[bool]
-	var ws []want
-	add := func(l *Loader, n string) {
-		e, ok := element(n)
-		if !ok || e == "" || jdk(e) {
-			return
-		}
-		sl := seen.of(l)
-		if sl[e] {
-			return
-		}
-		sl[e] = true
-		a := l.Find(e)
-		if a == nil || r.cp.isParsed(a, e) {
-			return
-		}
-		ws = append(ws, want{a, e})
-	}
-	for _, m := range mine {
-		c, err := r.cp.Class(m.jd.j.archive, m.name)
-		if err != nil {
-			continue
-		}
-		l := m.jd.j.loader
-		add(l, c.Super)
-		for _, i := range c.Interfaces {
-			add(l, i)
-		}
-		for _, k := range c.Classes {
-			add(l, k)
-		}
-		for _, ref := range c.Refs {
-			add(l, ref.Owner)
-		}
-	}
-	for len(ws) > 0 {
-		r.cp.prefetchAll(ws)
-		round := ws
-		ws = nil
-		for _, w := range round {
-			c, err := r.cp.Class(w.a, w.name)
-			if err != nil {
-				continue
-			}
-			l := r.cp.loaderOf(w.a)
-			add(l, c.Super)
-			for _, i := range c.Interfaces {
-				add(l, i)
-			}
-		}
-	}
 }
 
 // library is the namespace a class's library occupies: its package's first
@@ -869,33 +365,37 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 	// fail where the JAR belongs too. Which libraries are required is known
 	// once every reachable class is seen: until then such findings wait.
 	var all []*judged
+	var scopes []jvm.Scope
 	for _, j := range js {
 		jd := &judged{j: j, own: namespaces{}, fix: fixFor(j, r.line), required: map[string]bool{}}
-		for _, root := range roots(j) {
+		roots := jvm.EntryPoints(j.jar, j.archive)
+		for _, root := range roots {
 			jd.own.add(root)
 		}
 		jd.groups, jd.hasPOM = runtimeGroups(j)
 		all = append(all, jd)
+		scopes = append(scopes, jvm.Scope{JAR: j.archive, Loader: j.loader, Roots: roots})
 	}
-	reported := map[edge]bool{}
-	r.reachable(all, func(jd *judged, c *classfile.Class) {
+	reported := map[jvm.Edge]bool{}
+	r.cp.Reachable(scopes, func(i int, c *classfile.Class) {
+		jd := all[i]
 		j, own, fix, groups, hasPOM := jd.j, jd.own, jd.fix, jd.groups, jd.hasPOM
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
 			jd.newer = append(jd.newer, c)
 		}
 		// classFailed reports e; super says c names the class as its
 		// superclass or an interface (else an instruction of c names it).
-		classFailed := func(e edge, super bool) {
-			if e.from == "" {
-				e.from = c.Name
+		classFailed := func(e jvm.Edge, super bool) {
+			if e.From == "" {
+				e.From = c.Name
 			} else {
 				super = true // a supertype deeper in the hierarchy
 			}
-			missing := e.missing
+			missing := e.Missing
 			provided := r.packages[pkg(missing)] || hostAPI(missing)
 			dropped, isDropped := r.dropped[pkg(missing)]
 			isDropped = isDropped && !provided
-			if !provided && !isDropped && (!own.has(c.Name) || r.cp.clusterProvided(missing) || (hasPOM && !declares(groups, missing))) {
+			if !provided && !isDropped && (!own.has(c.Name) || clusterProvided(r.parentFirst, missing) || (hasPOM && !declares(groups, missing))) {
 				// Bundled code's, the cluster's, or a library the JAR's own
 				// POM does not say it needs at run time (provided or
 				// optional: the user adds it, Paimon's CDC actions): it fails
@@ -907,17 +407,17 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 			}
 			reported[e] = true
 			in := j.jar.Path // the JAR of the class naming the missing one
-			if e.from != c.Name {
-				if a := j.loader.Find(e.from); a != nil {
+			if e.From != c.Name {
+				if a := j.loader.Find(e.From); a != nil {
 					in = a.Path
 				}
 			}
-			found := "no " + javaName(missing) + " in " + j.loader.Searched(missing) + " or the JDK"
-			msg := simpleName(e.from) + " uses " + javaName(missing) + ", which has no class file on the classpath"
+			found := "no " + javaName(missing) + " in " + searched(j.loader, missing) + " or the JDK"
+			msg := simpleName(e.From) + " uses " + javaName(missing) + ", which has no class file on the classpath"
 			if super {
-				msg = simpleName(e.from) + " does not load: its supertype " + javaName(missing) + " has no class file on the classpath"
+				msg = simpleName(e.From) + " does not load: its supertype " + javaName(missing) + " has no class file on the classpath"
 			}
-			if e.from != c.Name {
+			if e.From != c.Name {
 				msg += " (reached from " + simpleName(c.Name) + ")"
 			}
 			f := Finding{Severity: j.sev, Path: in,
@@ -925,7 +425,7 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 				Found:    found,
 				Required: javaName(missing) + " on the classpath, as " + path.Base(in) + " was built against it",
 				Fix:      fix,
-				Symbol:   &Symbol{Kind: SymClass, From: e.from, Owner: missing, JAR: in}}
+				Symbol:   &Symbol{Kind: SymClass, From: e.From, Owner: missing, JAR: in}}
 			if isDropped {
 				// The flink-dist of the line a JAR on the classpath is
 				// built for carries the library: the JAR relied on it.
@@ -955,45 +455,21 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 			}
 			jd.absent = append(jd.absent, pending{f, library(missing)})
 		}
-		for _, s := range append([]string{c.Super}, c.Interfaces...) {
-			if s == "" {
-				continue
-			}
-			if e := r.load(j.loader, s); e.missing != "" {
-				if !r.packages[pkg(e.missing)] && !hostAPI(e.missing) && own.has(c.Name) && !r.cp.clusterProvided(e.missing) {
-					jd.required[library(e.missing)] = true
+		bundled := func(owner string) bool {
+			// Bundled code calling bundled code of the same JAR (Paimon's
+			// shaded ORC and Parquet): a disagreement inside the JAR
+			// fails on every host, it is not the host's doing.
+			return !own.has(c.Name) && !own.has(owner) && j.loader.Find(owner) == j.archive
+		}
+		r.cp.Resolve(j.loader, c, func(owner string) bool { return !bundled(owner) }, func(u jvm.Unresolved) {
+			if u.Ref == nil {
+				if u.Super && !r.packages[pkg(u.Class.Missing)] && !hostAPI(u.Class.Missing) && own.has(c.Name) && !clusterProvided(r.parentFirst, u.Class.Missing) {
+					jd.required[library(u.Class.Missing)] = true
 				}
-				classFailed(e, true)
+				classFailed(u.Class, u.Super)
+				return
 			}
-		}
-		for _, k := range c.Classes {
-			e, ok := element(k)
-			if !ok {
-				continue
-			}
-			if ed := r.load(j.loader, e); ed.missing != "" {
-				classFailed(ed, false)
-			}
-		}
-		for _, ref := range c.Refs {
-			owner, ok := element(ref.Owner)
-			if !ok || owner != ref.Owner {
-				continue // a member of an array type: clone() and Object's
-			}
-			if e := r.load(j.loader, owner); e.missing != "" {
-				classFailed(e, false)
-				continue
-			}
-			if !own.has(c.Name) && !own.has(owner) && j.loader.Find(owner) == j.archive {
-				// Bundled code calling bundled code of the same JAR (Paimon's
-				// shaded ORC and Parquet): a disagreement inside the JAR
-				// fails on every host, it is not the host's doing.
-				continue
-			}
-			found, looked := r.lookup(j.loader, ref)
-			if found {
-				continue
-			}
+			ref, owner, looked := *u.Ref, u.Ref.Owner, u.Looked
 			kind, list := SymMethod, &out.method
 			member := javaMember(ref)
 			if ref.Kind == classfile.Field {
@@ -1008,11 +484,11 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 				where = "the class, then " + strings.Join(ns, ", ")
 			}
 			in := ""
-			if a := j.loader.Find(owner); a != nil {
-				in = " in " + a.Path
+			if u.In != nil {
+				in = " in " + u.In.Path
 			}
 			sev, what := j.sev, "no "+member+" in "+javaName(owner)+in+" (looked in "+where+")"
-			if a := j.loader.Find(owner); a != nil && r.cp.resolvedOnly[a] && flinkOwn(owner) {
+			if u.In != nil && r.cp.IsResolvedOnly(u.In) && flinkOwn(owner) {
 				sev, what = Error, what+"; "+r.builtFor(j)
 			}
 			*list = append(*list, Finding{Severity: sev, Path: j.jar.Path,
@@ -1021,7 +497,7 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 				Required: member + ", as " + path.Base(j.jar.Path) + " was built against it",
 				Fix:      fix,
 				Symbol:   &Symbol{Kind: kind, From: c.Name, Owner: owner, Name: ref.Name, Descriptor: ref.Descriptor, JAR: j.jar.Path}})
-		}
+		})
 	})
 	for _, jd := range all {
 		for _, p := range jd.absent {

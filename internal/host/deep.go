@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/jvm"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
@@ -75,7 +76,7 @@ func defaultParentFirst(jars []*payload.JAR, archives []*payload.Archive) ([]str
 		if err != nil {
 			break
 		}
-		if p, ok := admission.DefaultParentFirst(c); ok {
+		if p, ok := jvm.DefaultParentFirst(c); ok {
 			return p, fmt.Sprintf("%s in %s", strings.ReplaceAll(coreOptionsClass, "/", "."), j.Path)
 		}
 	}

@@ -1,0 +1,204 @@
+package jvm
+
+import (
+	"strings"
+
+	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// EntryPoints are a JAR's entry points (internal names): its service
+// implementations (META-INF/services, as java.util.ServiceLoader reads
+// them), its manifest's Main-Class and Flink's Program-Class.
+func EntryPoints(j *payload.JAR, a *payload.Archive) []string {
+	var out []string
+	for _, s := range a.Services {
+		data, err := a.File(s)
+		if err != nil {
+			continue
+		}
+		out = append(out, payload.ServiceClasses(data)...)
+	}
+	for _, attr := range []string{"Main-Class", "Program-Class"} {
+		if m := manifestValue(j, attr); m != "" {
+			out = append(out, strings.ReplaceAll(strings.TrimSpace(m), ".", "/"))
+		}
+	}
+	return out
+}
+
+func manifestValue(j *payload.JAR, name string) string {
+	if j == nil || j.Manifest == nil {
+		return ""
+	}
+	s, _ := j.Manifest.Get(name)
+	return s
+}
+
+// Scope is a JAR a walk enters: its classes, as Loader resolves them,
+// from its entry points Roots (internal names).
+type Scope struct {
+	JAR    *payload.Archive
+	Loader *Loader
+	Roots  []string
+}
+
+// reachClass is a class of a scope the walk reached.
+type reachClass struct {
+	scope int
+	name  string
+}
+
+// Reachable walks the classes the JVM can reach from the roots of every
+// scope, as the loaders resolve them (the superclass, the interfaces, the
+// classes the instructions name and the owners of the members they use):
+// through the classes of any scope's JAR (a connector's calls into the
+// kafka-clients beside it), never into other JARs (the host's own) or the
+// JDK. Each class is visited once, with the index of the scope whose JAR
+// holds it; breadth first, a level's classes of one JAR parsed together
+// (prefetch), then visited in order. After visit returns, the class keeps
+// only its members: what its instructions use (Classes, Refs) is dropped,
+// as the resolution of other classes' references does not need it.
+func (cp *Classpath) Reachable(scopes []Scope, visit func(scope int, c *classfile.Class)) {
+	byArchive := make(map[*payload.Archive]int, len(scopes))
+	for i, s := range scopes {
+		byArchive[s.JAR] = i
+	}
+	type item struct {
+		name string
+		l    *Loader
+	}
+	var seen perLoader[bool]
+	visited := map[*payload.Archive]map[string]bool{}
+	var level []item
+	for _, s := range scopes {
+		for _, root := range s.Roots {
+			level = append(level, item{root, s.Loader})
+		}
+	}
+	for len(level) > 0 {
+		var mine []reachClass
+		perJAR := map[int][]string{}
+		var order []int
+		for _, it := range level {
+			sl := seen.of(it.l)
+			if sl[it.name] || jdk(it.name) {
+				continue
+			}
+			sl[it.name] = true
+			a := it.l.Find(it.name)
+			si, ok := byArchive[a]
+			if !ok {
+				continue // outside the scopes, or no class file (reported at the edge naming it)
+			}
+			v := visited[a]
+			if v == nil {
+				v = map[string]bool{}
+				visited[a] = v
+			}
+			if v[it.name] {
+				continue
+			}
+			v[it.name] = true
+			mine = append(mine, reachClass{si, it.name})
+			if len(perJAR[si]) == 0 {
+				order = append(order, si)
+			}
+			perJAR[si] = append(perJAR[si], it.name)
+		}
+		for _, si := range order {
+			cp.prefetch(scopes[si].JAR, perJAR[si])
+		}
+		cp.prefetchNamed(scopes, mine)
+		var next []item
+		for _, m := range mine {
+			c, err := cp.Class(scopes[m.scope].JAR, m.name)
+			if err != nil {
+				continue
+			}
+			l := scopes[m.scope].Loader
+			sl := seen.of(l)
+			add := func(n string) {
+				if e, ok := element(n); ok && e != "" && !jdk(e) && !sl[e] {
+					next = append(next, item{e, l})
+				}
+			}
+			add(c.Super)
+			for _, i := range c.Interfaces {
+				add(i)
+			}
+			for _, k := range c.Classes {
+				add(k)
+			}
+			for _, ref := range c.Refs {
+				add(ref.Owner)
+			}
+			visit(m.scope, c)
+			// What instructions use is judged: only the members stay, for
+			// the resolution of other classes' references.
+			c.Classes, c.Refs = nil, nil
+		}
+		level = next
+	}
+}
+
+// prefetchNamed parses, on the prefetch goroutines, the classes a level's
+// classes name (supertypes, nested classes, the owners of their
+// references; in any JAR) and, round by round, those classes' own
+// supertypes: the visit loads every one of them to resolve the level's
+// references and hierarchies, and would otherwise parse them one by one
+// on the walking goroutine. It only fills the parse cache (Class keeps
+// one result per class), so what is found does not change.
+func (cp *Classpath) prefetchNamed(scopes []Scope, mine []reachClass) {
+	var seen perLoader[bool]
+	var ws []want
+	add := func(l *Loader, n string) {
+		e, ok := element(n)
+		if !ok || e == "" || jdk(e) {
+			return
+		}
+		sl := seen.of(l)
+		if sl[e] {
+			return
+		}
+		sl[e] = true
+		a := l.Find(e)
+		if a == nil || cp.isParsed(a, e) {
+			return
+		}
+		ws = append(ws, want{a, e})
+	}
+	for _, m := range mine {
+		c, err := cp.Class(scopes[m.scope].JAR, m.name)
+		if err != nil {
+			continue
+		}
+		l := scopes[m.scope].Loader
+		add(l, c.Super)
+		for _, i := range c.Interfaces {
+			add(l, i)
+		}
+		for _, k := range c.Classes {
+			add(l, k)
+		}
+		for _, ref := range c.Refs {
+			add(l, ref.Owner)
+		}
+	}
+	for len(ws) > 0 {
+		cp.prefetchAll(ws)
+		round := ws
+		ws = nil
+		for _, w := range round {
+			c, err := cp.Class(w.a, w.name)
+			if err != nil {
+				continue
+			}
+			l := cp.loaderOf(w.a)
+			add(l, c.Super)
+			for _, i := range c.Interfaces {
+				add(l, i)
+			}
+		}
+	}
+}
