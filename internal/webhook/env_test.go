@@ -187,9 +187,18 @@ type server struct {
 	certs  *CertReloader
 	cache  *verdict.Cache
 	client *http.Client
+	addr   string       // host:port
+	srv    *http.Server // as NewServer built it, its handler wrapped
 }
 
 func startServer(t testing.TB, cfg Config, rt http.RoundTripper) *server {
+	t.Helper()
+	return startWrapped(t, cfg, rt, nil)
+}
+
+// startWrapped is startServer with the server's handler wrapped (nil: as
+// it is), so a test sees the requests that reach it.
+func startWrapped(t testing.TB, cfg Config, rt http.RoundTripper, wrap func(http.Handler) http.Handler) *server {
 	t.Helper()
 	p := newPKI(t, t.TempDir(), "first")
 	p.write(t, time.Now().Add(-time.Minute))
@@ -201,13 +210,17 @@ func startServer(t testing.TB, cfg Config, rt http.RoundTripper) *server {
 	cfg.Log = zerolog.Nop()
 	srv, err := NewServer(cfg, certs)
 	require.NoError(t, err)
+	if wrap != nil {
+		srv.Handler = wrap(srv.Handler)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, srv, ln) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &server{url: "https://" + ln.Addr().String(), pki: p, certs: certs, cache: cfg.Cache, client: p.client()}
+	return &server{url: "https://" + ln.Addr().String(), pki: p, certs: certs, cache: cfg.Cache, client: p.client(),
+		addr: ln.Addr().String(), srv: srv}
 }
 
 // reviewOf builds an AdmissionReview v1 for obj.

@@ -49,6 +49,21 @@ const (
 	maxMessage = 12 << 10
 	// margin is what an answer needs after the deadline: encode and write.
 	margin = 100 * time.Millisecond
+	// DefaultReadHeaderTimeout bounds a connection's TLS handshake and a
+	// request's header block; DefaultReadTimeout the whole request, body
+	// included. A client slower than that is cut off.
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 15 * time.Second
+	// MaxHeaderBytes bounds a request's header block (HTTP/1.1: a larger
+	// one is answered 431; HTTP/2: the header list size the server
+	// advertises, and its CONTINUATION frames past it close the
+	// connection). The API server sends a few hundred bytes.
+	MaxHeaderBytes = 64 << 10
+	// MaxConcurrentStreams bounds one HTTP/2 connection's requests under
+	// way, so its handlers running at once (the net/http default, made
+	// explicit: streams opened and reset past it wait or end the
+	// connection, they start no handler).
+	MaxConcurrentStreams = 250
 )
 
 // Config is the webhook's configuration.
@@ -57,6 +72,10 @@ type Config struct {
 	Secrets       verdict.Secrets
 	Timeout       time.Duration // default DefaultTimeout
 	FailurePolicy string        // Fail (default) or Ignore
+	// ReadHeaderTimeout bounds the TLS handshake and the header block of
+	// each request (default DefaultReadHeaderTimeout); ReadTimeout the
+	// whole request, its body included (default DefaultReadTimeout).
+	ReadHeaderTimeout, ReadTimeout time.Duration
 	// Clusters finds a FlinkSessionJob's FlinkDeployment; nil: session
 	// jobs are admitted with a warning.
 	Clusters Clusters
@@ -86,6 +105,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ReviewReads <= 0 {
 		c.ReviewReads = DefaultReviewReads
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = DefaultReadTimeout
 	}
 	switch c.FailurePolicy {
 	case "":
@@ -147,10 +172,12 @@ func NewServer(c Config, certs *CertReloader) (*http.Server, error) {
 	return &http.Server{
 		Handler:           h,
 		TLSConfig:         &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12},
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
+		ReadHeaderTimeout: c.ReadHeaderTimeout,
+		ReadTimeout:       c.ReadTimeout,
 		WriteTimeout:      c.Timeout + 10*time.Second,
 		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: MaxConcurrentStreams},
 		ErrorLog:          log.New(c.Log, "", 0), // TLS handshake errors and the like
 	}, nil
 }
