@@ -260,6 +260,8 @@ FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead int
 FUZZ_TARGETS += internal/jobjar:FuzzParseHeaders internal/jobjar:FuzzParseURI
 # The baked deep verdict's reader (issue 30).
 FUZZ_TARGETS += internal/baked:FuzzDecode
+# The deep result cache's reader (issue 30).
+FUZZ_TARGETS += internal/image:FuzzDecodeDeepResult
 # GLIBC_TUNABLES from the image's or the pod's environment (issue 29).
 FUZZ_TARGETS += internal/admission:FuzzStaticTLS
 # streamfusion audit: a runtime's imageID, an --image-map-file.

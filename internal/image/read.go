@@ -25,12 +25,21 @@ type Update struct {
 	Total    int64
 	Cached   bool
 	Finished bool
+	// Note is what came of the cached deep result (Op "deep"): applied,
+	// or why it could not be.
+	Note string
 }
 
 // VerifyOptions say how Verify and Bake read layers.
 type VerifyOptions struct {
 	// Cache holds layer facts across runs; nil: every layer is read.
+	// It holds the deep check's results too (deepcache.go), keyed by
+	// the image's layers, environment and platform and by this build: a
+	// deep check of an image whose result is there reads no layer for it.
 	Cache *layercache.Cache
+	// NoDeepCache keeps the deep check's results out of Cache (the layer
+	// facts stay in it): every deep check reads the JARs' bytes.
+	NoDeepCache bool
 	// Progress receives updates while layers are read; it is called from
 	// several goroutines, never at once.
 	Progress func(Update)
