@@ -226,7 +226,7 @@ test-classfile-jvm: flink-dist
 # benchmark, not in CI (docs/performance.md).
 bench-image-deep: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
-	for c in fast deep fast-cached deep-cached; do \
+	for c in fast deep fast-cached deep-cached deep-facts-cached; do \
 		STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -run '^$$' \
 			-bench "VerifyRealImage/$$c\$$" -benchtime 5x ./internal/realflink/ | grep '^Benchmark' || exit 1; \
 	done

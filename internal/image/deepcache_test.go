@@ -109,16 +109,19 @@ func quietShadowJAR() []byte {
 
 // deepCacheImages are test kit images whose deep findings differ: none,
 // a linkage error of a lib connector, a shadowing error with a linkage
-// warning, a linkage error with a shadowing warning, the same with every
-// warning raised (STREAMFUSION_STRICT), and a baked one. The unbaked
-// ones have the guard's own findings first, and the fast rules' (no
-// loader, no core) around the deep ones.
+// warning, a linkage error with a shadowing warning and a config warning,
+// the same with every warning raised (STREAMFUSION_STRICT), and a baked
+// one. The unbaked ones have the guard's own findings first, and the fast
+// rules' (no loader, no core, the config's) around the deep ones.
 func deepCacheImages(t *testing.T) map[string]v1.Image {
 	broken := imagekit.Entry{Name: libConn, Data: deepConnector("(J)V")}
 	fixed := imagekit.Entry{Name: libConn, Data: deepConnector("(I)V")}
 	shadow := imagekit.Entry{Name: "/opt/flink/lib/acme-utils-1.0.jar", Data: shadowJAR()}
 	quiet := imagekit.Entry{Name: "/opt/flink/lib/acme-utils-1.0.jar", Data: quietShadowJAR()}
-	both := deepImage(t, []imagekit.Entry{broken, quiet})
+	// A config warning (a near name of a key), after the deep rules' in
+	// Decide's order.
+	conf := imagekit.Entry{Name: "/opt/flink/conf/config.yaml", Data: []byte("jobmanager.rpc.address: localhost\ntaskmanager.numberOfTaskSlot: 2\n")}
+	both := deepImage(t, []imagekit.Entry{broken, quiet, conf})
 	return map[string]v1.Image{
 		"consistent":   deepImage(t, []imagekit.Entry{fixed}),
 		"linkage":      deepImage(t, []imagekit.Entry{broken}),
