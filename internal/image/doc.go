@@ -40,6 +40,16 @@
 // JARs, bytes, central directory entries); memory grows by the class
 // indexes and the parsed classes only.
 //
+// The deep check's result is cached beside the layer facts (deepcache.go):
+// the findings the deep facts added to the decision, keyed by the diff IDs
+// in order, the image's Env and platform, the formats, the rule catalogue
+// and this build's Go build ID. A deep verify whose key is there keeps no
+// copy and reads no layer for the deep check: the decision on the layers'
+// facts, the cached findings put where Decide puts them. An entry that does
+// not decode exactly (its version, key, checksum, rules, order, bounds) is
+// never applied; the check then runs in full and replaces it. Job JARs are
+// never cached this way (Views keeps their image's reading instead).
+//
 // Views (views.go) keeps that merged tree and its directory of copies for
 // a few image digests (by count and bytes, least recently used out, the
 // directory removed on eviction and Close) so that job JARs checked one
