@@ -23,7 +23,9 @@
 // so a cached verdict is about the content that diff ID names, and a layer
 // the cache knows is not read again (a saved tarball whose layer bytes were
 // swapped under the same config is not detected then; loading it into an
-// engine would fail its diff ID check).
+// engine would fail its diff ID check). When the cache knows every layer,
+// the layers are not even listed (listing a saved tarball hashes every
+// blob for the manifest's digests): the config's diff IDs are the image.
 //
 // The deep check (VerifyOptions.Deep; deep.go) needs the JARs' bytes,
 // which the facts leave out: while the layers are read, every JAR read is
