@@ -232,7 +232,7 @@ test-classfile-jvm: flink-dist
 # benchmark, not in CI (docs/performance.md).
 bench-image-deep: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
-	for c in fast deep fast-cached deep-cached; do \
+	for c in fast deep fast-cached deep-cached deep-facts-cached; do \
 		STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -run '^$$' \
 			-bench "VerifyRealImage/$$c\$$" -benchtime 5x ./internal/realflink/ | grep '^Benchmark' || exit 1; \
 	done
@@ -266,6 +266,8 @@ FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead int
 FUZZ_TARGETS += internal/jobjar:FuzzParseHeaders internal/jobjar:FuzzParseURI
 # The baked deep verdict's reader (issue 30).
 FUZZ_TARGETS += internal/baked:FuzzDecode
+# The deep result cache's reader (issue 30).
+FUZZ_TARGETS += internal/image:FuzzDecodeDeepResult
 # GLIBC_TUNABLES from the image's or the pod's environment (issue 29).
 FUZZ_TARGETS += internal/admission:FuzzStaticTLS
 # streamfusion audit: a runtime's imageID, an --image-map-file.

@@ -50,7 +50,9 @@ check' runs it; --deep=false skips it); an image that would be refused is
 not written (exit 78). The deep check's verdict and the class index of lib
 are written into lib (.streamfusion-deep-verdict): every start applies the
 verdict for the price of the JARs' fingerprints, and judges against the
-index only the job JARs added to usrlib since (docs/config.md).
+index only the job JARs added to usrlib since (docs/config.md). The deep
+check's result also goes into the cache, so that 'streamfusion verify' of
+the image written reads no layer for its deep check.
 
 Without --base, --flink-line chooses the official Flink image of the line
 (2.2: flink:2.2.1-scala_2.12-java17, 1.18: flink:1.18.1-scala_2.12-java17).

@@ -46,8 +46,11 @@ that the image's ENTRYPOINT reaches, Flink's script kept under /opt/streamfusion
 By default it also runs the deep check, as 'streamfusion check' does on a
 directory: the classes of every JAR of lib and usrlib, shadowed or not
 linking against the host (classpath-shadowed, linkage-*, bytecode-version).
-It reads the layers holding those JARs a second time, also when the layer
-cache knows their facts; --deep=false skips it (the fast path).
+It reads the layers holding those JARs a second time when the layer cache
+knows their facts, unless the cache holds the deep check's result for the
+same layers, environment, platform and build of this command: then no layer
+is read for it (stderr says so). --deep=false skips it (the fast path).
+STREAMFUSION_NO_CACHE=1 turns the cache off.
 
 Exit status 0 when every image would start, 78 when one would be refused.`,
 		Args: exactly(1, "one IMAGE"),

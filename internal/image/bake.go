@@ -192,6 +192,14 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		}
 		res.Verdict = len(verdict)
 	}
+	if d != nil {
+		// The deep result of the image written, for a verify of it: the
+		// verdict file in lib is no file of Flink's classpath, so the
+		// image's deep findings are the ones just reached.
+		if final, err := img.ConfigFile(); err == nil {
+			opt.Read.deepCacheFor(final).put(ctx, bakedCfg, bc, v, res)
+		}
+	}
 	return img, res, nil
 }
 

@@ -132,9 +132,12 @@ func TestVerifyDeepAsTheHost(t *testing.T) {
 			cache := &layercache.Cache{Dir: t.TempDir()}
 			got := verifyDeep(t, img, VerifyOptions{Deep: true, TempDir: t.TempDir(), Cache: cache})
 			assert.Equal(t, wholeDeep(t, img), got, "the image path differs from the host path")
-			// Again, the facts from the cache: the JARs are read from the layers again.
+			// Again, the facts and the deep result from the cache.
 			again := verifyDeep(t, img, VerifyOptions{Deep: true, TempDir: t.TempDir(), Cache: cache})
 			assert.Equal(t, got, again, "the cached path differs")
+			// And the facts only: the JARs are read from the layers again.
+			again = verifyDeep(t, img, VerifyOptions{Deep: true, TempDir: t.TempDir(), Cache: cache, NoDeepCache: true})
+			assert.Equal(t, got, again, "the path of cached facts differs")
 			hit := slices.ContainsFunc(got, func(s string) bool {
 				return strings.HasPrefix(s, "linkage-method ") && strings.Contains(s, "Base.<init>(long)")
 			})
@@ -190,13 +193,14 @@ func TestVerifyDeepLeavesNothing(t *testing.T) {
 }
 
 // A first reading keeps the JARs' bytes as it reads the layers for their
-// facts; when the cache answers the facts, the deep check reads the layers
-// holding the JARs again (and only those).
+// facts; when the cache answers the facts but not the deep result (here
+// kept out of it), the deep check reads the layers holding the JARs again
+// (and only those).
 func TestVerifyDeepWithCachedFacts(t *testing.T) {
 	t.Parallel()
 	img := deepImage(t, []imagekit.Entry{{Name: libConn, Data: deepConnector("(J)V")}}, []imagekit.Entry{{Name: "/etc/motd", Data: []byte("no JAR here")}})
 	var cached, again []int
-	o := VerifyOptions{Deep: true, Cache: &layercache.Cache{Dir: t.TempDir()}, Workers: 1, Progress: func(u Update) {
+	o := VerifyOptions{Deep: true, Cache: &layercache.Cache{Dir: t.TempDir()}, NoDeepCache: true, Workers: 1, Progress: func(u Update) {
 		switch {
 		case u.Cached:
 			cached = append(cached, u.Layer)

@@ -23,7 +23,9 @@
 // so a cached verdict is about the content that diff ID names, and a layer
 // the cache knows is not read again (a saved tarball whose layer bytes were
 // swapped under the same config is not detected then; loading it into an
-// engine would fail its diff ID check).
+// engine would fail its diff ID check). When the cache knows every layer,
+// the layers are not even listed (listing a saved tarball hashes every
+// blob for the manifest's digests): the config's diff IDs are the image.
 //
 // The deep check (VerifyOptions.Deep; deep.go) needs the JARs' bytes,
 // which the facts leave out: while the layers are read, every JAR read is
@@ -39,6 +41,16 @@
 // placed in usrlib for the check. The bytes go to disk, bounded (ErrDeepLimit:
 // JARs, bytes, central directory entries); memory grows by the class
 // indexes and the parsed classes only.
+//
+// The deep check's result is cached beside the layer facts (deepcache.go):
+// the findings the deep facts added to the decision, keyed by the diff IDs
+// in order, the image's Env and platform, the formats, the rule catalogue
+// and this build's Go build ID. A deep verify whose key is there keeps no
+// copy and reads no layer for the deep check: the decision on the layers'
+// facts, the cached findings put where Decide puts them. An entry that does
+// not decode exactly (its version, key, checksum, rules, order, bounds) is
+// never applied; the check then runs in full and replaces it. Job JARs are
+// never cached this way (Views keeps their image's reading instead).
 //
 // Views (views.go) keeps that merged tree and its directory of copies for
 // a few image digests (by count and bytes, least recently used out, the

@@ -19,6 +19,10 @@ func ProgressPrinter(w io.Writer) func(Update) {
 		}
 	}
 	return func(u Update) {
+		if u.Op == "deep" {
+			fmt.Fprintln(w, "deep check: "+u.Note)
+			return
+		}
 		if !tty && !u.Finished && u.Done > 0 {
 			return // plain output: start and end only
 		}

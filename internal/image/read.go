@@ -25,12 +25,21 @@ type Update struct {
 	Total    int64
 	Cached   bool
 	Finished bool
+	// Note is what came of the cached deep result (Op "deep"): applied,
+	// or why it could not be.
+	Note string
 }
 
 // VerifyOptions say how Verify and Bake read layers.
 type VerifyOptions struct {
 	// Cache holds layer facts across runs; nil: every layer is read.
+	// It holds the deep check's results too (deepcache.go), keyed by
+	// the image's layers, environment and platform and by this build: a
+	// deep check of an image whose result is there reads no layer for it.
 	Cache *layercache.Cache
+	// NoDeepCache keeps the deep check's results out of Cache (the layer
+	// facts stay in it): every deep check reads the JARs' bytes.
+	NoDeepCache bool
 	// Progress receives updates while layers are read; it is called from
 	// several goroutines, never at once.
 	Progress func(Update)
@@ -88,22 +97,17 @@ func cacheKey(diffID string, sel *selection) string {
 }
 
 // readFacts returns the facts of every layer of img, from the cache or by
-// reading the layer once, front to back.
+// reading the layer once, front to back. The layers are listed only when
+// one must be read: listing a saved tarball's hashes every layer blob for
+// the manifest's digests, which a layer the cache answers does not need.
 func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, error) {
-	layers, err := img.Layers()
-	if err != nil {
-		return nil, fmt.Errorf("list layers: %w", err)
-	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("read image config: %w", err)
 	}
 	diffIDs := cfg.RootFS.DiffIDs
-	if len(diffIDs) != len(layers) {
-		return nil, fmt.Errorf("%w: the config lists %d layers, the manifest %d", ErrLayer, len(diffIDs), len(layers))
-	}
-	out := make([]*layerFacts, len(layers))
-	errs := make([]error, len(layers))
+	out := make([]*layerFacts, len(diffIDs))
+	errs := make([]error, len(diffIDs))
 	var mu sync.Mutex // one Progress call at a time
 	report := func(u Update) {
 		if o.Progress == nil {
@@ -113,13 +117,29 @@ func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selecti
 		defer mu.Unlock()
 		o.Progress(u)
 	}
+	var missing []int
+	for i, id := range diffIDs {
+		if out[i] = o.cached(i, len(diffIDs), id.String(), sel, report); out[i] == nil {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return out, ctx.Err()
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("list layers: %w", err)
+	}
+	if len(diffIDs) != len(layers) {
+		return nil, fmt.Errorf("%w: the config lists %d layers, the manifest %d", ErrLayer, len(diffIDs), len(layers))
+	}
 	workers := o.Workers
 	if workers <= 0 {
 		workers = 2
 	}
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(workers, len(layers)) {
+	for range min(workers, len(missing)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -130,7 +150,7 @@ func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selecti
 			}
 		}()
 	}
-	for i := range layers {
+	for _, i := range missing {
 		if ctx.Err() != nil {
 			break
 		}
@@ -149,17 +169,24 @@ func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selecti
 	return out, nil
 }
 
+// cached returns the facts of layer i (of n) from the cache, nil when
+// the cache has none it can use.
+func (o VerifyOptions) cached(i, n int, diffID string, sel *selection, report func(Update)) *layerFacts {
+	data, ok := o.Cache.Get(cacheKey(diffID, sel))
+	if !ok {
+		return nil
+	}
+	var lf layerFacts
+	if json.Unmarshal(data, &lf) != nil || lf.Version != factsVersion || lf.DiffID != diffID {
+		return nil
+	}
+	report(Update{Op: "read", Layer: i + 1, Layers: n, Digest: diffID, Cached: true, Finished: true})
+	return &lf
+}
+
 func (o VerifyOptions) layer(s *scanner, i int, layers []v1.Layer, diffID string, report func(Update)) (*layerFacts, error) {
 	u := Update{Op: "read", Layer: i + 1, Layers: len(layers), Digest: diffID}
 	key := cacheKey(diffID, s.sel)
-	if data, ok := o.Cache.Get(key); ok {
-		var lf layerFacts
-		if json.Unmarshal(data, &lf) == nil && lf.Version == factsVersion && lf.DiffID == diffID {
-			u.Cached, u.Finished = true, true
-			report(u)
-			return &lf, nil
-		}
-	}
 	l := layers[i]
 	name := diffID
 	if d, err := l.Digest(); err == nil {

@@ -157,6 +157,8 @@ type Result struct {
 	Decision *admission.Decision
 	// Verdict is the bytes of the deep verdict a bake wrote, 0 for none.
 	Verdict int
+
+	own int // how many of Decision.Findings are the caller's own rules' (first)
 }
 
 // ErrConfig marks an image whose StreamFusion settings are unusable.
@@ -181,7 +183,18 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c, cfg.Architecture)
+	var dc *deepCache
 	if o.deepWanted(c) {
+		dc = o.deepCacheFor(cfg)
+		if findings, ok := dc.get(); ok {
+			// The deep result of these layers is known: their facts
+			// only, no copy of any JAR kept, no layer read again.
+			_, v, err := o.readAll(ctx, img, sel)
+			if err != nil {
+				return nil, err
+			}
+			return decideCached(ctx, cfg, c, v, findings)
+		}
 		if o.keep, err = newKeeper(o.TempDir, o.Budget); err != nil {
 			return nil, err
 		}
@@ -195,7 +208,14 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	return decide(ctx, cfg, c, v, d)
+	res, err := decide(ctx, cfg, c, v, d)
+	if err != nil {
+		return nil, err
+	}
+	if d != nil {
+		dc.put(ctx, cfg, c, v, res)
+	}
+	return res, nil
 }
 
 // deepWanted says whether the check of an image with settings c is deep.
@@ -238,12 +258,21 @@ func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view, d
 		root = d
 	}
 	guard := func(*admission.Facts, *admission.Decision) []admission.Finding { return Guard(v.fsys, cfg, c) }
-	verdict, err := admit.Check(ctx, admit.Request{Root: root, Settings: s, Rules: append([]admit.Rule{guard}, more...)})
+	own := 0 // the rules' findings, which admit.Check puts first (written before Check returns a verdict)
+	rules := []admit.Rule{}
+	for _, r := range append([]admit.Rule{guard}, more...) {
+		rules = append(rules, func(f *admission.Facts, d *admission.Decision) []admission.Finding {
+			out := r(f, d)
+			own += len(out)
+			return out
+		})
+	}
+	verdict, err := admit.Check(ctx, admit.Request{Root: root, Settings: s, Rules: rules})
 	if err != nil {
 		return nil, err
 	}
 	return &Result{
 		Platform: v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, Variant: cfg.Variant},
-		Facts:    verdict.Facts, Decision: verdict.Decision,
+		Facts:    verdict.Facts, Decision: verdict.Decision, own: own,
 	}, nil
 }
