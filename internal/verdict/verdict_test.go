@@ -286,6 +286,7 @@ func TestSharedHeadOutlivesOneCaller(t *testing.T) {
 	second := make(chan error, 1)
 	go func() { _, err := c.Verify(context.Background(), ref, "", Credentials{}); second <- err }()
 	waitFor(t, "the second caller joining", func() bool { return c.waiters(ref) == 2 })
+	waitFor(t, "the HEAD at the registry", func() bool { return g.heads.Load() == 1 })
 	stop()
 	var pe *PendingError
 	require.ErrorAs(t, <-first, &pe)
@@ -304,6 +305,7 @@ func TestSharedHeadOutlivesOneCaller(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := c.Verify(ctx, ref2, "", Credentials{}); done <- err }()
 	waitFor(t, "the caller waiting", func() bool { return c.waiters(ref2) == 1 })
+	waitFor(t, "its HEAD at the registry", func() bool { return g2.heads.Load() == 1 })
 	stop2()
 	require.ErrorAs(t, <-done, &pe)
 	waitFor(t, "the registry seeing the HEAD cancelled", func() bool { return g2.cancelled.Load() == 1 })

@@ -766,7 +766,17 @@ func TestHTTP2RapidReset(t *testing.T) {
 			heap := watchHeap()
 			start := time.Now()
 			opened, goAway, werr := resetStorm(t, s, streams, tc.fields...)
-			require.Eventually(t, func() bool { return h.now.Load() == 0 }, 30*time.Second, 10*time.Millisecond, "the handlers end")
+			// The handlers end, and no queued one starts any more: the
+			// last subtest's connection must not run into the next's count
+			// (under -race its queue drains for seconds).
+			last, since := int64(-1), time.Now()
+			require.Eventually(t, func() bool {
+				if c := h.calls.Load(); c != last || h.now.Load() != 0 {
+					last, since = c, time.Now()
+					return false
+				}
+				return time.Since(since) > 500*time.Millisecond
+			}, 60*time.Second, 10*time.Millisecond, "the handlers end")
 			took := time.Since(start)
 			peak, kept := heap.end()
 			ran := h.calls.Load() - before
