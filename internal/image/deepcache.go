@@ -367,7 +367,7 @@ var toolID = sync.OnceValue(func() string {
 // within the file's first 32 KiB, as the go command finds it.
 func buildID(p string) string {
 	if f, err := elf.Open(p); err == nil {
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only
 		if s := f.Section(".note.go.buildid"); s != nil && s.Size <= 4096 {
 			if data, err := s.Data(); err == nil && len(data) > 16 {
 				return "go-note:" + hex.EncodeToString(data)
