@@ -383,6 +383,23 @@ func corruptCases(t *testing.T, good []corpusCase) []corpusCase {
 				out[prefix+secondCentral(t, b)] ^= 0xff
 				return out
 			})
+		// A central header's compressed size saturated without a ZIP64
+		// field: archive/zip stops reading the directory there (and,
+		// with the end record counting no entries, opens an empty
+		// archive); JarFile reads every record
+		// (FuzzReadDiff/7bd8ec401edca86e).
+		mess("first-size-saturated", "the first central header's compressed size 0xffffffff, no ZIP64 field",
+			func(b []byte) []byte {
+				binary.LittleEndian.PutUint32(b[centralOffset(t, b)+20:], 0xffffffff)
+				return b
+			})
+		mess("first-size-saturated+count-zero", "the first central header's compressed size 0xffffffff, no ZIP64 field, the end record counting no entries",
+			func(b []byte) []byte {
+				binary.LittleEndian.PutUint32(b[centralOffset(t, b)+20:], 0xffffffff)
+				end := bytes.LastIndex(b, []byte("PK\x05\x06"))
+				binary.LittleEndian.PutUint32(b[end+8:], 0)
+				return b
+			})
 		mess("junk-appended", "junk after the end record",
 			func(b []byte) []byte { return append(b, bytes.Repeat([]byte("junk"), 64)...) })
 		mess("truncated-1", "the last byte cut off", func(b []byte) []byte { return b[:len(b)-1] })
