@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -51,7 +52,7 @@ func TestImageMap(t *testing.T) {
 		{"registry.example/team/flink=x/y:1", "registry.example/team/flink-sql:2.2.1", false},
 		{"registry.example/team/flink:2.2.1=x/y:1", "registry.example/team/flink:2.2.1", true},
 		{"registry.example/team/flink:2.2.1=x/y:1", "registry.example/team/flink:2.2.0", false},
-		{"flink:2.2.1=x/y:1", "index.docker.io/library/flink:2.2.1", true},
+		{"flink:2.2.1=x/y:1", name.DefaultRegistry + "/library/flink:2.2.1", true}, // the short name's registry
 		{"localhost:5000/flink=x/y:1", "localhost:5000/flink:any", true},
 	} {
 		m, err := ParseImageMap(tc.m)
