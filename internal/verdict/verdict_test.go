@@ -179,10 +179,11 @@ func TestPullSecretFiles(t *testing.T) {
 	assert.NotEqual(t, s.Credentials([]string{"a"}).Key, s.Credentials([]string{"b"}).Key, "registry clients are not shared across secrets")
 }
 
-// gatedRegistry is a loopback registry whose manifest HEADs wait for
-// release; heads counts them and cancelled those whose client went away.
+// gatedRegistry is a loopback registry holding plain Flink at ref whose
+// manifest HEADs wait for release; heads counts them and cancelled those
+// whose client went away.
 type gatedRegistry struct {
-	host             string
+	host, ref        string
 	release          chan struct{}
 	armed            atomic.Bool // HEADs wait only once armed (after the push, which sends its own)
 	heads, cancelled atomic.Int64
@@ -208,6 +209,9 @@ func serveGated(t *testing.T) *gatedRegistry {
 	t.Cleanup(srv.Close)
 	t.Cleanup(g.open) // first: srv.Close waits for the HEADs held
 	g.host = strings.TrimPrefix(srv.URL, "http://")
+	g.ref = g.host + "/flink:2.2.1"
+	push(t, g.ref, plainFlink(t, "amd64"))
+	g.armed.Store(true)
 	return g
 }
 
@@ -243,9 +247,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // answer (issue 31's throughput at 128 in flight).
 func TestConcurrentTagResolutionsShareOneHead(t *testing.T) {
 	g := serveGated(t)
-	ref := g.host + "/flink:2.2.1"
-	push(t, ref, plainFlink(t, "amd64"))
-	g.armed.Store(true)
+	ref := g.ref
 	c := New(Options{})
 	const n = 40
 	errs := make(chan error, n)
@@ -274,9 +276,7 @@ func TestConcurrentTagResolutionsShareOneHead(t *testing.T) {
 // last one to stop cancels it, as its own request would have been.
 func TestSharedHeadOutlivesOneCaller(t *testing.T) {
 	g := serveGated(t)
-	ref := g.host + "/flink:2.2.1"
-	push(t, ref, plainFlink(t, "amd64"))
-	g.armed.Store(true)
+	ref := g.ref
 	c := New(Options{})
 
 	short, stop := context.WithCancel(context.Background())
@@ -298,9 +298,7 @@ func TestSharedHeadOutlivesOneCaller(t *testing.T) {
 
 	// Alone, a caller that stops cancels the request.
 	g2 := serveGated(t)
-	ref2 := g2.host + "/flink:2.2.1"
-	push(t, ref2, plainFlink(t, "amd64"))
-	g2.armed.Store(true)
+	ref2 := g2.ref
 	ctx, stop2 := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := c.Verify(ctx, ref2, "", Credentials{}); done <- err }()
