@@ -28,6 +28,8 @@ type webhookOptions struct {
 	TLSCert       string
 	TLSKey        string
 	Timeout       time.Duration
+	ReadHeader    time.Duration
+	ReadBody      time.Duration
 	FailurePolicy string
 	PullSecrets   string
 	Platform      string
@@ -113,6 +115,8 @@ expiry.`,
 	f.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (PEM), reloaded when it changes")
 	f.StringVar(&o.TLSKey, "tls-key", "", "TLS key file (PEM), reloaded when it changes")
 	f.DurationVar(&o.Timeout, "timeout", webhook.DefaultTimeout, "answer within this time (below the API server's timeoutSeconds)")
+	f.DurationVar(&o.ReadHeader, "read-header-timeout", webhook.DefaultReadHeaderTimeout, "a connection's TLS handshake and each request's header block must arrive within this (slow clients are cut)")
+	f.DurationVar(&o.ReadBody, "read-timeout", webhook.DefaultReadTimeout, "each whole request, its body included, must arrive within this; at least --read-header-timeout")
 	f.StringVar(&o.FailurePolicy, "failure-policy", webhook.Fail, "when an image cannot be verified: Fail (deny) or Ignore (admit with a warning)")
 	f.StringVar(&o.PullSecrets, "pull-secrets", "", "directory of mounted image pull secrets (NAME/.dockerconfigjson)")
 	f.StringVar(&o.Platform, "platform", "linux/amd64", "platform of a multi-platform image when the pod's node selector pins none")
@@ -139,6 +143,9 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 	}
 	if o.Timeout <= 0 || o.Timeout > 30*time.Second {
 		return usagef("--timeout %s: want more than 0 and at most 30s (the API server's largest timeoutSeconds)", o.Timeout)
+	}
+	if o.ReadHeader <= 0 || o.ReadBody < o.ReadHeader {
+		return usagef("--read-header-timeout %s, --read-timeout %s: want both more than 0, the whole request's at least the header's", o.ReadHeader, o.ReadBody)
 	}
 	want, err := parsePlatform(o.Platform)
 	if err != nil {
@@ -183,7 +190,7 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		opts.Deep = verdict.ViewsDeep(views)
 	}
 	cfg := webhook.Config{Cache: verdict.New(opts), Secrets: verdict.Secrets{Dir: o.PullSecrets},
-		Timeout: o.Timeout, FailurePolicy: o.FailurePolicy, Log: log, Jobs: jobs, ReviewReads: o.ReviewReads, Metrics: metrics}
+		Timeout: o.Timeout, ReadHeaderTimeout: o.ReadHeader, ReadTimeout: o.ReadBody, FailurePolicy: o.FailurePolicy, Log: log, Jobs: jobs, ReviewReads: o.ReviewReads, Metrics: metrics}
 	if err := cfg.Validate(); err != nil {
 		return usagef("%v", err)
 	}

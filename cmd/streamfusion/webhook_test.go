@@ -59,6 +59,8 @@ func TestWebhookCommand(t *testing.T) {
 	}{
 		{"no certificate", []string{"webhook"}, "needs --tls-cert and --tls-key"},
 		{"timeout over the API server's maximum", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--timeout", "31s"}, "at most 30s"},
+		{"no header timeout", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--read-header-timeout=0s"}, "--read-header-timeout 0s"},
+		{"request timeout below the header's", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--read-header-timeout=10s", "--read-timeout=5s"}, "the whole request's at least the header's"},
 		{"unknown failure policy", []string{"webhook", "--tls-cert", certFile, "--tls-key", keyFile, "--failure-policy", "Maybe"}, `failure policy "Maybe"`},
 		{"unreadable key", []string{"webhook", "--tls-cert", certFile, "--tls-key", certFile}, "TLS certificate"},
 		{"arguments", []string{"webhook", "extra"}, "takes no arguments"},
@@ -90,7 +92,7 @@ func TestWebhookCommand(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"webhook", "--listen", addr, "--tls-cert", certFile, "--tls-key", keyFile, "--timeout", "3s", "--clusters=none",
-			"--metrics-listen", metricsAddr, "--spool-budget=1200Mi", "--registry-requests=12"}, nil, io.Discard, &stderr)
+			"--metrics-listen", metricsAddr, "--spool-budget=1200Mi", "--registry-requests=12", "--read-header-timeout=300ms"}, nil, io.Discard, &stderr)
 	}()
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	var body string
@@ -112,6 +114,16 @@ func TestWebhookCommand(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	// --read-header-timeout reaches the server: a client that never
+	// starts TLS is cut at 300 ms, not the default 5 s.
+	slow, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, slow.SetReadDeadline(time.Now().Add(4*time.Second)))
+	_, err = slow.Read(make([]byte, 1))
+	slow.Close()
+	assert.ErrorIs(t, err, io.EOF, "the server closed the silent connection")
+	assert.Less(t, time.Since(start), 3*time.Second, "cut at --read-header-timeout")
 	code, text := get("/readyz")
 	assert.Equal(t, http.StatusOK, code, text)
 	// The serving pair becomes unreadable (its Secret deleted): the last
