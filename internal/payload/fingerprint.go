@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"runtime/debug"
 )
 
 // Fingerprint identifies a JAR by what a start reads of it anyway: its
@@ -34,9 +33,9 @@ func (f Fingerprint) String() string {
 const maxFingerprinted = 1 << 31
 
 // fingerprint hashes the bytes from the directory's start to the file's
-// end: the directory in place when the file is mapped (rootfs.Host's
-// files: the walk's own mapping, whose pages it has just touched), else
-// through one read buffer, and what follows it (the end records) read.
+// end: the directory as the walk hashed it while reading it (one pass
+// over its bytes), else through one read buffer, and what follows it (the
+// end records) read.
 func (d *directory) fingerprint() (Fingerprint, error) {
 	n := d.size - d.offset
 	if n < 0 || n > maxFingerprinted {
@@ -44,15 +43,9 @@ func (d *directory) fingerprint() (Fingerprint, error) {
 	}
 	f := Fingerprint{Size: d.size, Length: n}
 	from := d.offset
-	if m, ok := d.r.(Mapper); ok && d.length > 0 {
-		if b, ok := m.Map(d.offset, d.length); ok {
-			crc, err := mappedCRC(b)
-			if err != nil {
-				return Fingerprint{}, err
-			}
-			f.CRC = crc
-			from += d.length
-		}
+	if d.hashed {
+		f.CRC = d.crc
+		from += d.length
 	}
 	buf := make([]byte, min(d.size-from, cdChunk))
 	for off := from; off < d.size; {
@@ -67,21 +60,6 @@ func (d *directory) fingerprint() (Fingerprint, error) {
 		}
 	}
 	return f, nil
-}
-
-// mappedCRC is the CRC-32 of mapped bytes; a file that shrank under the
-// mapping faults, and that fault is an error here, as in the walk.
-func mappedCRC(b []byte) (crc uint32, err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if r := recover(); r != nil {
-			if _, ok := r.(interface{ Addr() uintptr }); !ok {
-				panic(r)
-			}
-			err = fmt.Errorf("read central directory for its fingerprint: the file changed while it was read (%v)", r)
-		}
-	}()
-	return crc32.ChecksumIEEE(b), nil
 }
 
 // Fingerprint returns the fingerprint of the archive's file.

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
-	"runtime/debug"
 	"sync"
 	"unicode/utf8"
 )
@@ -37,13 +37,6 @@ const (
 	tagZIP64 = 0x0001
 )
 
-// Mapper is a reader that can also give a region of its file in place
-// (rootfs.Host's files, mapped): the directory walk then reads the
-// central directory without copying it. ok is false when it cannot.
-type Mapper interface {
-	Map(off, n int64) (b []byte, ok bool)
-}
-
 // ErrFormat is returned, wrapped with details, when the bytes are not a ZIP
 // archive the JVM would open.
 var ErrFormat = errors.New("not a valid ZIP archive")
@@ -60,6 +53,12 @@ type directory struct {
 	base   int64 // where the archive starts: bytes prepended to it (a launch script) shift every offset
 	offset int64 // of the first central directory record, in the file
 	length int64 // bytes of the central directory
+
+	// crc is the CRC-32 of the whole directory once a walk has read all
+	// of it (hashed: true): the fingerprint takes it instead of reading
+	// the directory again.
+	crc    uint32
+	hashed bool
 }
 
 // entry is what the scan keeps of one central directory record.
@@ -213,6 +212,7 @@ type window struct {
 	buf       []byte
 	lo, hi    int
 	next, end int64
+	crc       uint32 // of the bytes read so far, from the directory's start
 }
 
 // fill makes at least n bytes available at buf[lo:], or says why it cannot.
@@ -230,6 +230,7 @@ func (w *window) fill(n int, at int64) error {
 			return formatErr("central directory record at offset %d runs past the directory's end", at)
 		}
 		k, err := w.r.ReadAt(w.buf[w.hi:w.hi+int(want)], w.next)
+		w.crc = crc32.Update(w.crc, crc32.IEEETable, w.buf[w.hi:w.hi+k])
 		w.hi += k
 		w.next += int64(k)
 		if k < int(want) {
@@ -250,29 +251,9 @@ func (w *window) fill(n int, at int64) error {
 // end record is not checked (the JVM counts the records). The name slice
 // is only valid during the call. visit returns false to stop early.
 func (d *directory) walk(visit func(name []byte, e *entry) bool) (err error) {
-	var w window
-	if m, ok := d.r.(Mapper); ok && d.length > 0 {
-		if b, ok := m.Map(d.offset, d.length); ok {
-			// The whole directory in place: fill only checks what is there.
-			// A file that shrinks under the mapping faults on access; that
-			// fault is an error here, not a crash.
-			w = window{buf: b, hi: len(b), next: d.offset + d.length, end: d.offset + d.length}
-			defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-			defer func() {
-				if r := recover(); r != nil {
-					if _, ok := r.(interface{ Addr() uintptr }); !ok {
-						panic(r) // not a memory fault: a bug, not the file
-					}
-					err = fmt.Errorf("read central directory: the file changed while it was read (%v)", r)
-				}
-			}()
-		}
-	}
-	if w.buf == nil {
-		bp := walkBuffers.Get().(*[]byte)
-		defer walkBuffers.Put(bp)
-		w = window{r: d.r, buf: *bp, next: d.offset, end: d.offset + d.length}
-	}
+	bp := walkBuffers.Get().(*[]byte)
+	defer walkBuffers.Put(bp)
+	w := window{r: d.r, buf: *bp, next: d.offset, end: d.offset + d.length}
 	var e entry
 	for at := d.offset; at < w.end; {
 		if w.hi-w.lo < lenCentral {
@@ -320,6 +301,9 @@ func (d *directory) walk(visit func(name []byte, e *entry) bool) (err error) {
 		}
 		w.lo += total
 		at += int64(total)
+	}
+	if w.next == w.end {
+		d.crc, d.hashed = w.crc, true
 	}
 	return nil
 }

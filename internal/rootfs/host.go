@@ -19,10 +19,11 @@ import (
 //     target, is looked up once per Host (a start takes milliseconds; a
 //     directory that is replaced meanwhile is read as it was a moment
 //     before, which a start that began a moment earlier would have seen);
-//   - a regular file is opened with open(2) and read with pread(2), or
-//     mapped (Map, for the central directory walk: no copy, no buffer to
-//     fault in, no system call per 64 KiB; 6% less CPU time per start on
-//     the real 2.2.0 lib, docs/performance-history.md). os.Open registers every
+//   - a regular file is opened with open(2) and read with pread(2), not
+//     mapped: a mapped central directory's pages count in the process's
+//     RSS (flink-dist's 4.5 MB of them nearly doubled a start's peak), and
+//     with the walk hashing what it reads for the fingerprint, reading
+//     costs no more CPU than mapping did (docs/performance.md). os.Open registers every
 //     file with the runtime's poller, which costs four fcntl(2) and an
 //     epoll_ctl(2) per regular file, to no use: files are never pollable.
 //
@@ -149,9 +150,6 @@ type hostFile struct {
 	name string
 	st   syscall.Stat_t
 	off  int64
-
-	mapped   []byte // the last region Map gave, and where it starts
-	mappedAt int64
 }
 
 func (f *hostFile) ReadAt(b []byte, off int64) (int, error) {
@@ -188,34 +186,6 @@ func (f *hostFile) Read(b []byte) (int, error) {
 	}
 	return n, err
 }
-
-// Map gives n bytes of the file from off in place, mapped read-only, when
-// they lie within the size the file had when opened (payload.Mapper: the
-// central directory walk reads them without a copy). The mapping is never
-// undone, not even by Close: Host is the root of one start, which execs
-// or exits right after, and unmapping would cost every other thread of
-// the process a TLB flush. A file that shrinks under a mapping faults on
-// access; the reader turns that fault into an error.
-func (f *hostFile) Map(off, n int64) ([]byte, bool) {
-	if off < 0 || n <= 0 || n > maxMap || off > f.st.Size-n {
-		return nil, false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.mapped != nil && f.mappedAt == off && int64(len(f.mapped)) == n {
-		return f.mapped, true
-	}
-	start := off &^ int64(syscall.Getpagesize()-1)
-	m, err := syscall.Mmap(f.fd, start, int(off+n-start), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return nil, false
-	}
-	f.mapped, f.mappedAt = m[off-start:], off
-	return f.mapped, true
-}
-
-// maxMap bounds a mapping: a central directory is at most a few MB.
-const maxMap = 1 << 30
 
 func (f *hostFile) Stat() (fs.FileInfo, error) { return fileInfo{f}, nil }
 

@@ -117,31 +117,3 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
-
-// Map gives the file's bytes in place, at any offset (mappings start on a
-// page), within the size the file had when opened, and nothing past it.
-func TestHostFileMaps(t *testing.T) {
-	t.Parallel()
-	p := filepath.Join(t.TempDir(), "f.jar")
-	data := strings.Repeat("0123456789", 10_000)
-	require.NoError(t, os.WriteFile(p, []byte(data), 0o600))
-	f, err := rootfs.Host().Open(strings.TrimPrefix(p, "/"))
-	require.NoError(t, err)
-	defer f.Close()
-	m, ok := f.(interface {
-		Map(off, n int64) ([]byte, bool)
-	})
-	require.True(t, ok, "Host's regular files can be mapped")
-	for _, c := range []struct{ off, n int64 }{{0, 100_000}, {4097, 10}, {99_990, 10}, {12_345, 50_000}} {
-		b, ok := m.Map(c.off, c.n)
-		require.True(t, ok, "%d bytes at %d", c.n, c.off)
-		assert.Equal(t, data[c.off:c.off+c.n], string(b), "%d bytes at %d", c.n, c.off)
-	}
-	again, _ := m.Map(12_345, 50_000)
-	first, _ := m.Map(12_345, 50_000)
-	assert.Same(t, &again[0], &first[0], "the same region is mapped once")
-	for _, c := range []struct{ off, n int64 }{{99_991, 10}, {-1, 10}, {0, 0}, {100_000, 1}} {
-		_, ok := m.Map(c.off, c.n)
-		assert.False(t, ok, "%d bytes at %d are not in the file", c.n, c.off)
-	}
-}

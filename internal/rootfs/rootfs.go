@@ -7,8 +7,7 @@
 //
 // Host is the process's own root for the start path: os.DirFS("/") that
 // looks each directory up once and opens regular files without the
-// runtime poller's system calls; its files can be mapped (for the central
-// directory walk), and stay mapped until the process execs or exits.
+// runtime poller's system calls.
 //
 // It resolves and opens; it does not read what it opens.
 package rootfs
