@@ -204,6 +204,12 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 			}
 			jenv := []string{"PATH=/usr/bin:/bin", "FLINK_HOME=" + filepath.Join(home, "opt/flink"), "JAVA_HOME=" + jdk, "STREAMFUSION_ORIGINAL_ENTRYPOINT=/bin/true", "STREAMFUSION_LOG_LEVEL=warn"}
 			cs = append(cs, &contender{name: nameJob, argv: []string{ep, "jobmanager"}, env: jenv})
+			bhome, err := withJobJARBaked(home, bin, jenv)
+			if err != nil {
+				return err
+			}
+			benv := append(slices.Clone(jenv), "FLINK_HOME="+filepath.Join(bhome, "opt/flink"))
+			cs = append(cs, &contender{name: nameJobBaked, argv: []string{ep, "jobmanager"}, env: benv})
 		}
 	}
 	for _, p := range parts {

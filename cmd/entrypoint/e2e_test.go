@@ -791,3 +791,46 @@ func TestJDKAsFlinkScriptsChooseIt(t *testing.T) {
 	assert.Contains(t, rep.JDKFrom, "JAVA_HOME")
 	assert.Contains(t, rep.JDKFrom, "is ignored: the image entrypoint rewrites")
 }
+
+// A derived image's RUN step: `streamfusion check --write-verdict` after
+// the COPY of a job JAR into usrlib judges lib and usrlib once, in full,
+// and writes the verdict every start then applies for the price of the
+// fingerprints; a job that cannot link fails the step (78) and writes
+// nothing, and a JAR changed after it is judged again at start.
+func TestOwnCheckWritesTheVerdict(t *testing.T) {
+	t.Parallel()
+	lib := testkit.ClassJAR(testkit.Manifest(), []testkit.Class{{Name: "com/acme/lib/Util",
+		Methods: []testkit.Member{{Name: "present", Descriptor: "()V"}}}}, nil)
+	job := func(method string) []byte {
+		return testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.Main"), []testkit.Class{{Name: "com/acme/Main",
+			Calls: []testkit.Call{{Owner: "com/acme/lib/Util", Name: method, Descriptor: "()V"}}}}, nil)
+	}
+	setup := func(t *testing.T, method string) (*image, string) {
+		im := newImage(t, testkit.Good("2.2.1"))
+		require.NoError(t, os.WriteFile(im.lib("util.jar"), lib, 0o644))
+		usrlib := filepath.Join(im.root, testkit.FlinkHome, "usrlib")
+		require.NoError(t, os.MkdirAll(usrlib, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(usrlib, "job.jar"), job(method), 0o644))
+		return im, filepath.Join(usrlib, "job.jar")
+	}
+
+	im, jobPath := setup(t, "present")
+	r := im.start(t, nil, "streamfusion", "check", "--write-verdict")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	require.FileExists(t, im.lib(".streamfusion-deep-verdict"))
+	r = im.start(t, nil, "jobmanager")
+	require.Equal(t, helperExit, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "the baked deep verdict applies: 17 JARs of lib and 1 of usrlib unchanged")
+
+	// The JAR replaced after the step: judged at start against the index.
+	require.NoError(t, os.WriteFile(jobPath, job("gone"), 0o644))
+	r = im.start(t, nil, "jobmanager")
+	assert.Equal(t, 78, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "linkage-method")
+
+	bad, _ := setup(t, "gone")
+	r = bad.start(t, nil, "streamfusion", "check", "--write-verdict")
+	assert.Equal(t, 78, r.code, r.stdout+r.stderr)
+	assert.Contains(t, r.stdout, "[linkage-method]")
+	assert.NoFileExists(t, bad.lib(".streamfusion-deep-verdict"), "a refused check writes no verdict")
+}

@@ -249,8 +249,13 @@ func admissionContext(timeout time.Duration, caught <-chan os.Signal) (context.C
 // signal on caught (nil: none), even one that arrives as the check
 // finishes.
 func checkHere(cfg config.Config, p process, caught <-chan os.Signal) (*admit.Verdict, error) {
+	return checkWith(admit.Check, cfg, p, caught)
+}
+
+// checkWith is checkHere with how to check: admit.Check, or admit.Bake.
+func checkWith(how func(context.Context, admit.Request) (*admit.Verdict, error), cfg config.Config, p process, caught <-chan os.Signal) (*admit.Verdict, error) {
 	ctx, stop := admissionContext(cfg.Timeout, caught)
-	v, err := admit.Check(ctx, request(cfg, p))
+	v, err := how(ctx, request(cfg, p))
 	if sig := stop(); sig != nil {
 		return nil, sig
 	}

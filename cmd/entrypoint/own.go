@@ -17,7 +17,12 @@ import (
 const usage = `usage: /docker-entrypoint.sh streamfusion COMMAND
 
 Commands:
-  check [--json]         check this image as a Flink start would; exit 0 (admitted) or 78 (refused)
+  check [--json] [--write-verdict]
+                         check this image as a Flink start would, shadowing and linkage included;
+                         exit 0 (admitted) or 78 (refused). --write-verdict: when admitted, write
+                         lib's deep verdict (lib/.streamfusion-deep-verdict) covering lib and usrlib
+                         as they are, for every start to apply: a Dockerfile RUN step after the
+                         COPY of a job JAR into usrlib
   inspect [--json] JAR...  print the StreamFusion identity of each JAR
   rules [--markdown]     print the rule catalogue
   version                print the entrypoint's version
@@ -33,6 +38,7 @@ func own(args, env []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	markdown := fs.Bool("markdown", false, "print Markdown")
+	writeVerdict := fs.Bool("write-verdict", false, "with check: when admitted, write lib's deep verdict for every start to apply")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, usage)
@@ -42,7 +48,7 @@ func own(args, env []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "check":
-		return check(env, *asJSON, stdout, stderr)
+		return check(env, *asJSON, *writeVerdict, stdout, stderr)
 	case "inspect":
 		if fs.NArg() == 0 {
 			return &usageError{errors.New("inspect needs at least one JAR: streamfusion inspect [--json] JAR")}
@@ -61,14 +67,19 @@ func own(args, env []string, stdout, stderr io.Writer) error {
 	return &toldError{&usageError{fmt.Errorf("unknown command %q", args[0])}}
 }
 
-// check prints the report of the check a start would make.
-func check(env []string, asJSON bool, stdout, stderr io.Writer) error {
+// check prints the report of the check a start would make; with
+// writeVerdict, an admitted check writes lib's deep verdict (admit.Bake).
+func check(env []string, asJSON, writeVerdict bool, stdout, stderr io.Writer) error {
 	cfg, err := config.FromEnv(env)
 	if err != nil {
 		return &usageError{err}
 	}
-	cfg.Linkage = true                       // the full report: shadowing and linkage too, whatever STREAMFUSION_LINKAGE says
-	v, err := checkHere(cfg, process{}, nil) // no signals caught: an interactive command
+	cfg.Linkage = true // the full report: shadowing and linkage too, whatever STREAMFUSION_LINKAGE says
+	how := admit.Check
+	if writeVerdict {
+		how = admit.Bake
+	}
+	v, err := checkWith(how, cfg, process{}, nil) // no signals caught: an interactive command
 	var late *admit.TimeoutError
 	if errors.As(err, &late) {
 		fmt.Fprintln(stderr, "streamfusion: ERROR", timedOut("check", cfg, late))

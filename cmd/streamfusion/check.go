@@ -10,9 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
-	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/report"
@@ -99,26 +97,9 @@ func (o *checkOptions) run(c *cobra.Command, env []string) error {
 // verdict and class index beside it for every start to apply.
 func deepCheck(ctx context.Context, s host.Settings, write bool) (*admit.Verdict, error) {
 	s.Deep = true // shadowing and linkage: the CLI always checks them
-	var verdict []byte
-	var verdictErr error
-	var rules []admit.Rule
+	r := admit.Request{Root: os.DirFS("/"), Settings: s}
 	if write {
-		rules = append(rules, func(f *admission.Facts, d *admission.Decision) []admission.Finding {
-			verdict, verdictErr = baked.Build(f, d) // while the archives are open
-			return nil
-		})
+		return admit.Bake(ctx, r)
 	}
-	v, err := admit.Check(ctx, admit.Request{Root: os.DirFS("/"), Settings: s, Rules: rules})
-	if err != nil {
-		return nil, err
-	}
-	if write && v.Err() == nil {
-		if verdictErr != nil {
-			return nil, verdictErr
-		}
-		if err := baked.WriteFile(filepath.Join(s.LibDir, host.VerdictFile), verdict); err != nil {
-			return nil, err
-		}
-	}
-	return v, nil
+	return admit.Check(ctx, r)
 }

@@ -3,13 +3,19 @@
 package suite
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/moby/moby/client"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -116,4 +122,90 @@ func TestBakedDeepVerdictAtStart(t *testing.T) {
 			assert.Contains(t, o.logs, "[linkage-method] /opt/flink/usrlib/job.jar", "the full check refuses the job all the same")
 		})
 	}
+}
+
+// A Dockerfile's RUN step, built by the engine: FROM the baked image, COPY
+// a job JAR into usrlib, RUN the entrypoint's `streamfusion check
+// --write-verdict` (as root where the image's user cannot write lib, then
+// the image's user again). The job that links is baked in (every start
+// applies the verdict, usrlib included, nothing judged); the one that
+// cannot link fails the build.
+func TestDockerfileStepBakesTheJobIn(t *testing.T) {
+	for _, h := range []line{hosts[1], hosts[2]} { // 2.2.1 and 1.18.1
+		t.Run(h.flink, func(t *testing.T) {
+			base := fmt.Sprintf("localhost/baked-suite:%s-step-base", h.flink)
+			load(t, map[string]v1.Image{base: withDeepVerdict(t, h)})
+			step := "FROM " + base + "\n" +
+				"COPY job.jar " + "/" + testkit.FlinkHome + "/usrlib/job.jar\n" +
+				`RUN ["/docker-entrypoint.sh", "streamfusion", "check", "--write-verdict"]` + "\n"
+			dockerfile := step
+			if h.user != "" {
+				// This base's lib is root's, its user 9999: the step as
+				// the image's user cannot write the verdict, and says so.
+				out, err := build(t, fmt.Sprintf("localhost/baked-suite:%s-step-user", h.flink), step, bakedJob("present"))
+				require.Error(t, err)
+				assert.Contains(t, out, "the check admits, but its deep verdict cannot be written")
+				assert.Contains(t, out, "fix: run the step as lib's owner (in a Dockerfile: USER root before the RUN, the image's user after it)")
+				dockerfile = strings.Replace(step, "RUN ", "USER 0\nRUN ", 1) + "USER " + h.user + "\n" // 0: this base has no /etc/passwd
+			}
+
+			links := fmt.Sprintf("localhost/baked-suite:%s-step-links", h.flink)
+			out, err := build(t, links, dockerfile, bakedJob("present"))
+			require.NoError(t, err, out)
+			o := run{image: links, cmd: []string{"standalone-job", "--job-classname", "com.acme.Main"}}.start(t)
+			require.Equal(t, 0, o.code, o.logs)
+			assert.Regexp(t, `the baked deep verdict applies: \d+ JARs of lib and 1 of usrlib unchanged`, o.logs)
+			assert.Contains(t, o.logs, "flink-double: started role=standalone-job pid=1")
+
+			breaks := fmt.Sprintf("localhost/baked-suite:%s-step-breaks", h.flink)
+			out, err = build(t, breaks, dockerfile, bakedJob("gone"))
+			require.Error(t, err, "the build of a job that cannot link fails")
+			assert.Contains(t, out, "[linkage-method] /opt/flink/usrlib/job.jar: Main uses Util.gone(), which the host does not have")
+		})
+	}
+}
+
+// build builds dockerfile with job.jar as its context, tagged tag, and
+// returns the build's output; err is the failure the engine reported.
+func build(t *testing.T, tag, dockerfile string, job []byte) (string, error) {
+	t.Helper()
+	var ctx bytes.Buffer
+	tw := tar.NewWriter(&ctx)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"Dockerfile", []byte(dockerfile)}, {"job.jar", job}} {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data))}))
+		_, err := tw.Write(f.data)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	res, err := engine.ImageBuild(context.Background(), &ctx, client.ImageBuildOptions{Tags: []string{tag}, Remove: true, ForceRemove: true, NetworkMode: "none"})
+	require.NoError(t, err)
+	defer res.Body.Close()
+	t.Cleanup(func() { _, _ = engine.ImageRemove(context.Background(), tag, client.ImageRemoveOptions{Force: true}) })
+	var text strings.Builder
+	dec := json.NewDecoder(res.Body)
+	var failed error
+	for {
+		var m struct {
+			Stream      string `json:"stream"`
+			Error       string `json:"error"`
+			ErrorDetail *struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if err := dec.Decode(&m); err != nil {
+			if !errors.Is(err, io.EOF) {
+				failed = err
+			}
+			break
+		}
+		text.WriteString(m.Stream)
+		if m.Error != "" {
+			text.WriteString(m.Error + "\n")
+			failed = errors.New(m.Error)
+		}
+	}
+	return text.String(), failed
 }

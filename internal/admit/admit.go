@@ -2,8 +2,9 @@
 // facts of a root file system (host.Gather), decides on them
 // (admission.Decide) and adds the findings of the caller's own rules, within
 // the caller's context. The entrypoint's start and its `check`, and the host
-// CLI's check, verify, bake and install all call Check; nothing else puts
-// Gather and Decide together.
+// CLI's check, verify, bake and install all call Check (Bake: Check that
+// also writes lib's deep verdict); nothing else puts Gather and Decide
+// together.
 //
 // Its outcomes are plain data and typed errors: a Verdict, ErrRefused for a
 // verdict that refuses, *TimeoutError when the deadline passed, *Interrupted
@@ -15,12 +16,17 @@ package admit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"syscall"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 )
 
@@ -137,4 +143,35 @@ func stopped(ctx context.Context, p *host.Progress) error {
 		reading = []string{"(between files)"}
 	}
 	return &TimeoutError{Reading: reading}
+}
+
+// Bake is Check with shadowing and linkage (Settings.Deep) that, when the
+// verdict admits, writes lib's deep verdict and class index into lib
+// (host.VerdictFile, internal/baked) for every start to apply: lib and
+// usrlib as they are now, judged once. A verdict that refuses writes
+// nothing.
+func Bake(ctx context.Context, r Request) (*Verdict, error) {
+	r.Settings.Deep = true
+	var verdict []byte
+	var verdictErr error
+	r.Rules = append(slices.Clone(r.Rules), func(f *admission.Facts, d *admission.Decision) []admission.Finding {
+		verdict, verdictErr = baked.Build(f, d) // while the archives are open
+		return nil
+	})
+	v, err := Check(ctx, r)
+	if err != nil || v.Err() != nil {
+		return v, err
+	}
+	if verdictErr != nil {
+		return nil, fmt.Errorf("build the deep verdict: %w", verdictErr)
+	}
+	file := filepath.Join(r.Settings.LibDir, host.VerdictFile)
+	if err := baked.WriteFile(file, verdict); err != nil {
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS) {
+			return nil, fmt.Errorf("the check admits, but its deep verdict cannot be written: %w; required: a lib this user (uid %d) can write; "+
+				"fix: run the step as lib's owner (in a Dockerfile: USER root before the RUN, the image's user after it)", err, os.Getuid())
+		}
+		return nil, fmt.Errorf("write the deep verdict %s: %w", file, err)
+	}
+	return v, nil
 }

@@ -182,7 +182,8 @@ func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts
 	if err := ctx.Err(); err != nil {
 		d.Err = err
 	}
-	return d, fmt.Sprintf("the baked deep verdict applies to lib (%d JARs unchanged since it was baked, %s); usrlib's %d JARs judged against its class index", len(f.Classpath), b.path, len(f.Usrlib))
+	return d, fmt.Sprintf("the baked deep verdict applies to lib (%d JARs unchanged since it was baked, %s); usrlib's %d JARs judged against its class index, "+
+		"at every start until the image's build judges them once (RUN [\"/docker-entrypoint.sh\", \"streamfusion\", \"check\", \"--write-verdict\"] after the COPY)", len(f.Classpath), b.path, len(f.Usrlib))
 }
 
 // differs says how jars differ from the verdict's (added, changed,
