@@ -63,6 +63,7 @@ type reachClass struct {
 // instructions use (Classes, Refs) is dropped, as the resolution of other
 // classes' references does not need it.
 func (cp *Classpath) Reachable(scopes []Scope, visit func(scope int, c *classfile.Class)) {
+	cp.Settle()
 	byArchive := make(map[*payload.Archive]int, len(scopes))
 	for i, s := range scopes {
 		byArchive[s.JAR] = i
