@@ -92,7 +92,10 @@ func (v *view) bakedLinkage() *linkage {
 		}
 	}
 	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(jars), parentFirst: v.Deep.ParentFirst}
-	for _, f := range v.shadowing(cp, jars) {
+	// Lib's shadowing within itself is the verdict's (its findings name
+	// lib's JARs, which this start keeps from the verdict): only usrlib's
+	// is looked for.
+	for _, f := range v.shadowing(cp, jars, true) {
 		if usr[f.Path] {
 			l.shadow = append(l.shadow, f)
 		}

@@ -31,6 +31,11 @@ type Deep struct {
 	Baked       *Baked
 	VerdictErr  error
 	VerdictPath string
+
+	// Prewalk is parsing usrlib's classes ahead of the linkage walk
+	// (jvm.StartPrewalk), nil when nothing is; the classpath model of
+	// the rules adopts it, Close stops it.
+	Prewalk *jvm.Prewalk
 }
 
 // Close releases the JARs the indexes keep open.
@@ -38,6 +43,7 @@ func (d *Deep) Close() {
 	if d == nil {
 		return
 	}
+	d.Prewalk.Stop()
 	for _, a := range append(append([]*payload.Archive(nil), d.Lib...), d.Usrlib...) {
 		_ = a.Close() // read-only files: nothing is lost on a failed close
 	}
@@ -76,7 +82,9 @@ func newClasspath(d *Deep) *jvm.Classpath {
 	if d.Baked != nil {
 		indexed = d.Baked.Classes
 	}
-	return jvm.NewClasspath(d.Lib, d.Usrlib, d.ParentFirst, indexed)
+	cp := jvm.NewClasspath(d.Lib, d.Usrlib, d.ParentFirst, indexed)
+	cp.Adopt(d.Prewalk)
+	return cp
 }
 
 func plural(n int, what string) string {

@@ -86,7 +86,7 @@ func (v *view) linkage() *linkage {
 			cp.ResolveOnly(j.archive)
 		}
 	}
-	v.link.shadow = v.shadowing(cp, jars)
+	v.link.shadow = v.shadowing(cp, jars, false)
 	r.dropped = v.droppedPackages(judge)
 	r.judge(judge, v.link)
 	return v.link
@@ -145,14 +145,19 @@ func (v *view) maxClassMajor() int {
 // shadowing reports the classes the loaders take from one JAR where
 // another holds a different copy (jvm.Classpath.Shadowed), with the
 // severity their consequence has: one finding per pair of JARs, every
-// hidden class in its symbol.
-func (v *view) shadowing(cp *jvm.Classpath, jars []*deepJAR) []Finding {
+// hidden class in its symbol. With usrlibOnly (a baked verdict holds
+// lib's own findings), lib's shadowing within itself is not looked for.
+func (v *view) shadowing(cp *jvm.Classpath, jars []*deepJAR, usrlibOnly bool) []Finding {
 	var out []Finding
 	byArchive := map[*payload.Archive]*deepJAR{}
 	for _, j := range jars {
 		byArchive[j.archive] = j
 	}
-	within, between := cp.Shadowed()
+	shadowed := cp.Shadowed
+	if usrlibOnly {
+		shadowed = cp.UsrlibShadowed
+	}
+	within, between := shadowed()
 	for _, h := range within {
 		winner, loser := byArchive[h.Winner], byArchive[h.Loser]
 		where, how := "lib", "comes first in lib"

@@ -12,6 +12,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/jvm"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
@@ -135,24 +136,16 @@ func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts
 		return &admission.Deep{Baked: &admission.Baked{From: b.path, Findings: v.Findings}, VerdictPath: b.path},
 			fmt.Sprintf("the baked deep verdict applies: %d JARs of lib and %d of usrlib unchanged since it was baked (%s)", len(f.Classpath), len(f.Usrlib), b.path)
 	}
-	ix, err := b.readIndex(fsys)
-	if err != nil {
-		return full(err, "the baked deep verdict's class index "+b.path+" cannot be used")
-	}
 	d := &admission.Deep{VerdictPath: b.path, ParentFirstFrom: v.ParentFirstFrom}
-	byArchive := make(map[*payload.Archive]int, len(v.Lib))
-	for i, j := range v.Lib {
-		a := payload.IndexedArchive(j.Path, ix.JARs[i].Classes)
-		byArchive[a] = i
-		d.Lib = append(d.Lib, a)
-	}
 	d.Usrlib = make([]*payload.Archive, len(f.Usrlib))
+	var scopes []jvm.PrewalkScope
 	for i, j := range f.Usrlib {
 		if ctx.Err() != nil || j.Err != nil {
 			continue
 		}
 		if a, err := payload.OpenArchive(fsys, rel(j.Path)); err == nil {
 			d.Usrlib[i] = a
+			scopes = append(scopes, jvm.PrewalkScope{JAR: a, Roots: jvm.EntryPoints(j, a)})
 		}
 	}
 	d.ParentFirst = append(d.ParentFirst, v.ParentFirst...)
@@ -163,6 +156,22 @@ func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts
 			d.ParentFirst = append(d.ParentFirst, extra...)
 			d.ParentFirstFrom += "; " + keyParentFirstAdditional + " from " + file
 		}
+	}
+	// usrlib's own classes are parsed while lib's index is decoded: the
+	// walk of the linkage rules takes them as parsed (jvm.Prewalk).
+	if len(scopes) > 0 {
+		d.Prewalk = jvm.StartPrewalk(d.Usrlib, scopes, d.ParentFirst)
+	}
+	ix, err := b.readIndex(fsys)
+	if err != nil {
+		d.Close()
+		return full(err, "the baked deep verdict's class index "+b.path+" cannot be used")
+	}
+	byArchive := make(map[*payload.Archive]int, len(v.Lib))
+	for i, j := range v.Lib {
+		a := payload.IndexedArchive(j.Path, ix.JARs[i].Classes)
+		byArchive[a] = i
+		d.Lib = append(d.Lib, a)
 	}
 	var kept []admission.Finding
 	for _, fd := range v.Findings {

@@ -22,6 +22,7 @@ type Classpath struct {
 	// (the host's own), never judged: parsed without their instructions.
 	// Set before the first Class.
 	resolvedOnly map[*payload.Archive]bool
+	prewalks     []*Prewalk // adopted, settled at the first walk
 }
 
 // Indexed answers for the classes of JARs whose class index holds them

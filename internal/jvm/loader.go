@@ -1,6 +1,10 @@
 package jvm
 
-import "github.com/streamfusion/image-entrypoint/internal/payload"
+import (
+	"sync"
+
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
 
 // Loader is one class loader of the classpath model: its JARs in search
 // order, and a parent it delegates to. lib's loader has no parent; usrlib's
@@ -12,7 +16,8 @@ type Loader struct {
 	Parent      *Loader
 	ParentFirst []string // binary-name prefixes (a.b.) the parent answers first
 
-	index map[string]*payload.Archive // class -> the first of JARs holding it, built on first use
+	index     map[string]*payload.Archive // class -> the first of JARs holding it, built on first use
+	indexOnce sync.Once                   // Find is called from the walk's prefetch goroutines too
 }
 
 // Find returns the JAR the loader takes a class from (internal name), nil
@@ -34,7 +39,7 @@ func (l *Loader) Find(name string) *payload.Archive {
 }
 
 func (l *Loader) own(name string) *payload.Archive {
-	if l.index == nil {
+	l.indexOnce.Do(func() {
 		// One map for the loader's JARs, the first JAR of a name winning:
 		// a lookup is one probe, not one per JAR.
 		n := 0
@@ -51,7 +56,7 @@ func (l *Loader) own(name string) *payload.Archive {
 				}
 			}
 		}
-	}
+	})
 	return l.index[name]
 }
 

@@ -56,90 +56,143 @@ type reachClass struct {
 // kafka-clients beside it), never into other JARs (the host's own) or the
 // JDK. Each class is visited once, with the index of the scope whose JAR
 // holds it; breadth first, a level's classes of one JAR parsed together
-// (prefetch), then visited in order. After visit returns, the class keeps
-// only its members: what its instructions use (Classes, Refs) is dropped,
-// as the resolution of other classes' references does not need it.
+// (prefetch), then visited in order. While a level is visited, the next
+// level's classes, and those they name, are parsed on the prefetch
+// goroutines: the visit (the judging) does not wait for them, nor they
+// for it. After visit returns, the class keeps only its members: what its
+// instructions use (Classes, Refs) is dropped, as the resolution of other
+// classes' references does not need it.
 func (cp *Classpath) Reachable(scopes []Scope, visit func(scope int, c *classfile.Class)) {
+	cp.Settle()
 	byArchive := make(map[*payload.Archive]int, len(scopes))
 	for i, s := range scopes {
 		byArchive[s.JAR] = i
 	}
-	type item struct {
-		name string
-		l    *Loader
-	}
-	var seen perLoader[bool]
-	visited := map[*payload.Archive]map[string]bool{}
+	w := &walk{cp: cp, scopes: scopes, byArchive: byArchive, visited: map[*payload.Archive]map[string]bool{}}
 	var level []item
 	for _, s := range scopes {
 		for _, root := range s.Roots {
 			level = append(level, item{root, s.Loader})
 		}
 	}
-	for len(level) > 0 {
-		var mine []reachClass
-		perJAR := map[int][]string{}
-		var order []int
-		for _, it := range level {
-			sl := seen.of(it.l)
-			if sl[it.name] || jdk(it.name) {
-				continue
-			}
-			sl[it.name] = true
-			a := it.l.Find(it.name)
-			si, ok := byArchive[a]
-			if !ok {
-				continue // outside the scopes, or no class file (reported at the edge naming it)
-			}
-			v := visited[a]
-			if v == nil {
-				v = map[string]bool{}
-				visited[a] = v
-			}
-			if v[it.name] {
-				continue
-			}
-			v[it.name] = true
-			mine = append(mine, reachClass{si, it.name})
-			if len(perJAR[si]) == 0 {
-				order = append(order, si)
-			}
-			perJAR[si] = append(perJAR[si], it.name)
-		}
-		for _, si := range order {
-			cp.prefetch(scopes[si].JAR, perJAR[si])
-		}
-		cp.prefetchNamed(scopes, mine)
-		var next []item
+	mine := w.enter(level)
+	w.parse(mine)
+	for len(mine) > 0 {
+		// The next level is what this level's classes name, whatever the
+		// visit finds of them: known before the visit.
+		next := w.enter(w.named(mine))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w.parse(next)
+		}()
 		for _, m := range mine {
 			c, err := cp.Class(scopes[m.scope].JAR, m.name)
 			if err != nil {
 				continue
-			}
-			l := scopes[m.scope].Loader
-			sl := seen.of(l)
-			add := func(n string) {
-				if e, ok := element(n); ok && e != "" && !jdk(e) && !sl[e] {
-					next = append(next, item{e, l})
-				}
-			}
-			add(c.Super)
-			for _, i := range c.Interfaces {
-				add(i)
-			}
-			for _, k := range c.Classes {
-				add(k)
-			}
-			for _, ref := range c.Refs {
-				add(ref.Owner)
 			}
 			visit(m.scope, c)
 			// What instructions use is judged: only the members stay, for
 			// the resolution of other classes' references.
 			c.Classes, c.Refs = nil, nil
 		}
-		level = next
+		<-done
+		mine = next
 	}
+}
+
+// item is a class a walk reaches, by the loader naming it.
+type item struct {
+	name string
+	l    *Loader
+}
+
+// walk is the state of Reachable: the classes each loader has been
+// asked for, and those of each JAR entered.
+type walk struct {
+	cp        *Classpath
+	scopes    []Scope
+	byArchive map[*payload.Archive]int
+	seen      perLoader[bool]
+	visited   map[*payload.Archive]map[string]bool
+}
+
+// enter keeps of a level the classes of the scopes not seen before, in
+// order.
+func (w *walk) enter(level []item) []reachClass {
+	var mine []reachClass
+	for _, it := range level {
+		sl := w.seen.of(it.l)
+		if sl[it.name] || jdk(it.name) {
+			continue
+		}
+		sl[it.name] = true
+		a := it.l.Find(it.name)
+		si, ok := w.byArchive[a]
+		if !ok {
+			continue // outside the scopes, or no class file (reported at the edge naming it)
+		}
+		v := w.visited[a]
+		if v == nil {
+			v = map[string]bool{}
+			w.visited[a] = v
+		}
+		if v[it.name] {
+			continue
+		}
+		v[it.name] = true
+		mine = append(mine, reachClass{si, it.name})
+	}
+	return mine
+}
+
+// named is what a level's classes name, in order: the next level before
+// enter filters it.
+func (w *walk) named(mine []reachClass) []item {
+	var next []item
+	for _, m := range mine {
+		c, err := w.cp.Class(w.scopes[m.scope].JAR, m.name)
+		if err != nil {
+			continue
+		}
+		l := w.scopes[m.scope].Loader
+		sl := w.seen.of(l)
+		add := func(n string) {
+			if e, ok := element(n); ok && e != "" && !jdk(e) && !sl[e] {
+				next = append(next, item{e, l})
+			}
+		}
+		add(c.Super)
+		for _, i := range c.Interfaces {
+			add(i)
+		}
+		for _, k := range c.Classes {
+			add(k)
+		}
+		for _, ref := range c.Refs {
+			add(ref.Owner)
+		}
+	}
+	return next
+}
+
+// parse parses a level's classes, per JAR in the order first met, then
+// those they name (prefetchNamed). It only fills the parse cache, so it
+// may run beside the visit of the level before; it reads no state of
+// the walk that the visit writes.
+func (w *walk) parse(mine []reachClass) {
+	perJAR := map[int][]string{}
+	var order []int
+	for _, m := range mine {
+		if len(perJAR[m.scope]) == 0 {
+			order = append(order, m.scope)
+		}
+		perJAR[m.scope] = append(perJAR[m.scope], m.name)
+	}
+	for _, si := range order {
+		w.cp.prefetch(w.scopes[si].JAR, perJAR[si])
+	}
+	w.cp.prefetchNamed(w.scopes, mine)
 }
 
 // prefetchNamed parses, on the prefetch goroutines, the classes a level's

@@ -175,6 +175,29 @@ func TestShadowed(t *testing.T) {
 	}
 }
 
+// UsrlibShadowed finds what Shadowed does but lib's shadowing within
+// itself.
+func TestUsrlibShadowed(t *testing.T) {
+	one := testkit.Class{Name: "com/acme/X"}
+	two := testkit.Class{Name: "com/acme/X", Methods: []testkit.Member{m("other", "()V")}}
+	_, a := archive(t, "/opt/flink/lib/a.jar", "", []testkit.Class{one}, nil)
+	_, b := archive(t, "/opt/flink/lib/b.jar", "", []testkit.Class{two}, nil)
+	_, job := archive(t, "/opt/flink/usrlib/job.jar", "", []testkit.Class{two}, nil)
+	_, job2 := archive(t, "/opt/flink/usrlib/job2.jar", "", []testkit.Class{one}, nil)
+	cp := NewClasspath([]*payload.Archive{a, b}, []*payload.Archive{job, job2}, nil, nil)
+	allWithin, allBetween := cp.Shadowed()
+	within, between := cp.UsrlibShadowed()
+	if len(allWithin) != 2 || allWithin[0].Winner != a || allWithin[1].Winner != job {
+		t.Fatalf("Shadowed within: %+v", allWithin)
+	}
+	if len(within) != 1 || within[0].Winner != job || within[0].Loser != job2 || !slices.Equal(within[0].Classes, []string{"com/acme/X"}) {
+		t.Errorf("within: %+v", within)
+	}
+	if len(between) != 1 || len(allBetween) != 1 || between[0].Winner != job || between[0].Loser != a || allBetween[0].Loser != a {
+		t.Errorf("between: %+v, Shadowed's %+v", between, allBetween)
+	}
+}
+
 // Reachable visits the classes of the scopes reachable from their roots,
 // once each, and never enters other JARs.
 func TestReachable(t *testing.T) {

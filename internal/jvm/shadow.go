@@ -20,7 +20,14 @@ type Hidden struct {
 // itself hidden by lib's copy where a parent-first pattern leaves the
 // class to lib (between). Identical copies hide nothing. One Hidden per
 // pair of JARs, in the order found.
-func (cp *Classpath) Shadowed() (within, between []Hidden) {
+func (cp *Classpath) Shadowed() (within, between []Hidden) { return cp.shadowed(true) }
+
+// UsrlibShadowed is Shadowed without lib's own shadowing (within holds
+// only usrlib's): what a start whose lib a baked verdict covers still
+// has to find, without sorting every class of lib.
+func (cp *Classpath) UsrlibShadowed() (within, between []Hidden) { return cp.shadowed(false) }
+
+func (cp *Classpath) shadowed(lib bool) (within, between []Hidden) {
 	type pair struct{ winner, loser *payload.Archive }
 	byPair := map[pair]int{} // index into out
 	var out []Hidden
@@ -39,7 +46,7 @@ func (cp *Classpath) Shadowed() (within, between []Hidden) {
 		return x.CRC != y.CRC || x.Size != y.Size
 	}
 	for _, l := range []*Loader{cp.Lib, cp.Usrlib} {
-		if l == nil {
+		if l == nil || (l == cp.Lib && !lib) {
 			continue
 		}
 		first := map[string]*payload.Archive{}
