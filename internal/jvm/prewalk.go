@@ -112,16 +112,7 @@ func (p *Prewalk) run(scopes []PrewalkScope) {
 		}
 		m[it.name] = pr
 		if c := pr.c; c != nil {
-			add(c.Super)
-			for _, n := range c.Interfaces {
-				add(n)
-			}
-			for _, n := range c.Classes {
-				add(n)
-			}
-			for _, r := range c.Refs {
-				add(r.Owner)
-			}
+			named(c, add)
 		}
 	}
 }

@@ -162,16 +162,7 @@ func (w *walk) named(mine []reachClass) []item {
 				next = append(next, item{e, l})
 			}
 		}
-		add(c.Super)
-		for _, i := range c.Interfaces {
-			add(i)
-		}
-		for _, k := range c.Classes {
-			add(k)
-		}
-		for _, ref := range c.Refs {
-			add(ref.Owner)
-		}
+		named(c, add)
 	}
 	return next
 }
@@ -253,5 +244,20 @@ func (cp *Classpath) prefetchNamed(scopes []Scope, mine []reachClass) {
 				add(l, i)
 			}
 		}
+	}
+}
+
+// named calls add with every class c names: its supertypes, the classes of
+// its constant pool and the owners of its member references.
+func named(c *classfile.Class, add func(string)) {
+	add(c.Super)
+	for _, n := range c.Interfaces {
+		add(n)
+	}
+	for _, n := range c.Classes {
+		add(n)
+	}
+	for _, r := range c.Refs {
+		add(r.Owner)
 	}
 }
