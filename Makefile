@@ -259,7 +259,7 @@ lint:
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
 	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/admission:FuzzParseStockVersion internal/admission:FuzzIdentifyStock internal/admission:FuzzAttributeSyntax internal/roles:FuzzClassify internal/image:FuzzScanLayer \
-	internal/deploy:FuzzParse internal/webhook:FuzzValidate internal/classfile:FuzzParse internal/payload:FuzzArchive internal/install:FuzzParseJournal internal/host:FuzzReadConfig internal/host:FuzzScalarMatchers internal/admission:FuzzPOMRuntimeGroups
+	internal/deploy:FuzzParse internal/webhook:FuzzValidate internal/classfile:FuzzParse internal/payload:FuzzArchive internal/install:FuzzParseJournal internal/host:FuzzReadConfig internal/flinkconf:FuzzScalarMatchers internal/flinkconf:FuzzReadYAML internal/admission:FuzzPOMRuntimeGroups
 # --- session job JARs (issue 20): real connectors as session jobs' JARs on
 # the real Flink 2.2.0 lib, through the webhook (the JARs by coordinates,
 # as test-real fetches them); the cold and warm review's benchmark.

@@ -260,6 +260,42 @@ func TestRefusedRenamedExtensionOfOtherLine(t *testing.T) {
 	assert.Equal(t, last, string(term), "the summary is the termination message")
 }
 
+// A config.yaml that would expand without bound (the mapping alias bomb
+// Flink's own loader refuses; a bomb within Flink's 50 aliases that its
+// flattening would expand to 2^25 values) is refused at once, naming the
+// file, well inside the admission deadline (which would exit 75).
+func TestRefusedHostileConfig(t *testing.T) {
+	t.Parallel()
+	bomb := "a0: &a0 {k: v, home: x}\n"
+	for i := 1; i <= 9; i++ {
+		bomb += fmt.Sprintf("a%d: &a%d {k0: *a%d, k1: *a%d, k2: *a%d, k3: *a%d, k4: *a%d, k5: *a%d, k6: *a%d, k7: *a%d, k8: *a%d}\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	doubling := "m0: &m0 {}\n"
+	for i := 1; i <= 25; i++ {
+		doubling += fmt.Sprintf("m%d: &m%d {a: *m%d, b: *m%d}\n", i, i, i-1, i-1)
+	}
+	for name, c := range map[string]struct{ conf, found string }{
+		"past Flink's 50 aliases": {bomb + "env.java.home: /usr\n", "81 aliases to collections"},
+		"within 50 aliases":       {doubling, "expand to more than"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			im := newImage(t, testkit.Good("2.2.1"))
+			conf := filepath.Join(im.root, testkit.FlinkHome, "conf", "config.yaml")
+			require.NoError(t, os.WriteFile(conf, []byte(c.conf), 0o644))
+			r := im.start(t, []string{"FLINK_CONF_DIR=" + filepath.Dir(conf)}, "taskmanager")
+			assert.Equal(t, 78, r.code, r.stderr)
+			assert.Nil(t, r.got, "nothing was started")
+			for _, want := range []string{"[config-file-line]", conf, c.found} {
+				assert.Contains(t, r.stderr, want)
+			}
+			term, err := os.ReadFile(im.termLog)
+			require.NoError(t, err)
+			assert.Contains(t, string(term), conf)
+		})
+	}
+}
+
 // A lib whose install did not finish (its journal is there) is refused at
 // start, naming the command that recovers it; the start only looks, and
 // changes nothing.

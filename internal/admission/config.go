@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/streamfusion/image-entrypoint/internal/flinkconf"
 )
 
 // Config is the configuration the process about to start runs with, as
@@ -49,20 +51,18 @@ type Config struct {
 	Env map[string]string
 }
 
-// ErrConfigLimit marks a config file refused for its size, nesting or
-// aliases: it is not read, and the config rules judge what came from
-// elsewhere.
-var ErrConfigLimit = errors.New("config file beyond the reader's limits")
+// ErrConfigLimit marks a config file beyond the reader's limits (its
+// size, nesting, keys, what its aliases expand to): it is not read, and
+// the start is refused. ErrConfigFlink marks a config file Flink itself
+// cannot load (a YAML syntax error, a duplicate key, a null value, more
+// than 50 aliases to collections): the process fails at start.
+var (
+	ErrConfigLimit = flinkconf.ErrLimit
+	ErrConfigFlink = flinkconf.ErrFlink
+)
 
-// ErrConfigFlink marks a config file Flink itself cannot load (a YAML
-// syntax error, a duplicate key, a null value): the process fails at start.
-var ErrConfigFlink = errors.New("config file that Flink cannot load")
-
-// Entry is one key as set by one source.
-type Entry struct {
-	Key, Value string
-	Source     string // "/opt/flink/conf/config.yaml, line 3", "FLINK_PROPERTIES", "argv (-D)"
-}
+// Entry is one key as set by one source (internal/flinkconf reads them).
+type Entry = flinkconf.Entry
 
 // Part is a piece of the JVM's command line and where it came from.
 type Part struct {
@@ -448,7 +448,13 @@ func configFileLine(v *view) []Finding {
 	if c.Dir != "" && errors.Is(c.Err, ErrConfigFlink) {
 		return one(Finding{Path: c.File, Message: "Flink cannot load its config file and fails at start",
 			Found: c.Err.Error(), Required: "a config file Flink " + cmp.Or(rel, "(unknown release)") + " loads",
-			Fix: "correct the file (a YAML syntax error, a key set twice in one mapping, or a key without a value)"})
+			Fix: "correct the file (a YAML syntax error, a key set twice in one mapping, a key without a value, or more than 50 aliases (*name) to mappings or lists)"})
+	}
+	if c.Dir != "" && errors.Is(c.Err, ErrConfigLimit) {
+		return one(Finding{Path: c.File, Message: "the config file is beyond what the entrypoint reads, so nothing can vouch for it",
+			Found: c.Err.Error(), Required: fmt.Sprintf("a config file of at most %d KiB, %d keys and %d levels of nesting, whose aliases expand to at most %d values",
+				flinkconf.MaxBytes>>10, flinkconf.MaxEntries, flinkconf.MaxDepth, flinkconf.MaxNodes),
+			Fix: "write the configuration out as plain keys and values (Flink's shipped config.yaml is 15 KiB), without aliases that repeat whole mappings or lists"})
 	}
 	if rel == "" || c.Present || c.Other == "" {
 		return nil

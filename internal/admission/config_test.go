@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -79,6 +80,14 @@ func TestConfigRules(t *testing.T) {
 			files: map[string]string{"config.yaml": "parallelism.default: 1\nparallelism.default: 2\n"}, s: confSettings("jobmanager", imageEnv, ""),
 			mended: map[string]string{"config.yaml": "parallelism.default: 2\n"},
 			want:   []string{"Flink cannot load its config file", "duplicate key parallelism.default"}},
+		{name: "more than 50 aliases to collections in config.yaml", rule: "config-file-line", release: "2.2.1",
+			files: map[string]string{"config.yaml": "l: &l [1]\n" + aliasLines(51)}, s: confSettings("jobmanager", imageEnv, ""),
+			mended: map[string]string{"config.yaml": "l: &l [1]\n" + aliasLines(50)},
+			want:   []string{"Flink cannot load its config file", "51 aliases to collections, where Flink's YAML loader allows 50"}},
+		{name: "aliases in config.yaml that expand beyond the reader's budget", rule: "config-file-line", release: "2.2.1",
+			files: map[string]string{"config.yaml": "m0: &m0 {}\n" + doublingLines(25)}, s: confSettings("jobmanager", imageEnv, ""),
+			mended: map[string]string{"config.yaml": "m0: &m0 {}\n" + doublingLines(5)},
+			want:   []string{"beyond what the entrypoint reads", "expand to more than 100000 values", "without aliases that repeat whole mappings or lists"}},
 		{name: "state.backend.type and state.backend differ", rule: "config-key-conflict", release: "2.2.0",
 			files:  map[string]string{"config.yaml": "state.backend.type: rocksdb\nstate:\n  backend: hashmap\n"},
 			s:      confSettings("jobmanager", imageEnv, ""),
@@ -207,4 +216,23 @@ func TestKeyTables(t *testing.T) {
 	}
 	assert.Equal(t, "2.2.1", admission.TableFor("2.2.7").Release, "an unknown patch release takes its line's newest table")
 	assert.Nil(t, admission.TableFor("1.20.3"))
+}
+
+// aliasLines are n keys, each an alias to the list l.
+func aliasLines(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "r%d: *l\n", i)
+	}
+	return b.String()
+}
+
+// doublingLines are levels 1..n of a mapping of two aliases to the level
+// below, m0 at the bottom.
+func doublingLines(n int) string {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "m%d: &m%d {a: *m%d, b: *m%d}\n", i, i, i-1, i-1)
+	}
+	return b.String()
 }

@@ -71,7 +71,7 @@ var Rules = []Rule{
 	{"stock-release", Error, "An in-tree Flink module (flink-json, flink-avro, ...) is of another Flink release than the host's: an error for another minor, a warning for another patch.", stockRelease},
 	{"stock-duplicate", Error, "The same stock connector, module or integration is in lib more than once, whatever the versions.", stockDuplicate},
 	{"layout-unreadable-jar", Error, "A *.jar is not a regular file or not a readable ZIP archive, or a directory below lib cannot be listed.", layoutUnreadable},
-	{"config-file-line", Error, "Flink fails at start on its config: the conf directory holds only the other line's file (flink-conf.yaml for a 2.x release, config.yaml for 1.18), or Flink cannot load the file (YAML syntax, a duplicate key, a key without a value).", configFileLine},
+	{"config-file-line", Error, "Flink fails at start on its config: the conf directory holds only the other line's file (flink-conf.yaml for a 2.x release, config.yaml for 1.18), or Flink cannot load the file (YAML syntax, a duplicate key, a key without a value, more than 50 aliases to collections), or the file is beyond what the reader reads (1 MiB, 20,000 keys, 64 levels, aliases expanding to 100,000 values).", configFileLine},
 	{"line-experimental", Warning, "The host runs the experimental Flink 1.18 line.", lineExperimental},
 	{"requires-missing", Warning, "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", requiresMissing},
 	{"stock-requires-missing", Warning, "No JAR of the host's Flink line in lib satisfies a prefix of StreamFusion-Stock-Requires.", stockMissing},

@@ -150,12 +150,9 @@ func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts
 	}
 	d.ParentFirst = append(d.ParentFirst, v.ParentFirst...)
 	d.ParentFirstDefault = len(d.ParentFirst)
-	if s.ConfDir != "" {
-		file := confFile(fsys, s.ConfDir, distVersion(f.Classpath))
-		if extra := additionalParentFirst(fsys, file); len(extra) > 0 {
-			d.ParentFirst = append(d.ParentFirst, extra...)
-			d.ParentFirstFrom += "; " + keyParentFirstAdditional + " from " + file
-		}
+	if extra, from := additionalParentFirst(f.Config); len(extra) > 0 {
+		d.ParentFirst = append(d.ParentFirst, extra...)
+		d.ParentFirstFrom += "; " + keyParentFirstAdditional + " from " + from
 	}
 	// usrlib's own classes are parsed while lib's index is decoded: the
 	// walk of the linkage rules takes them as parsed (jvm.Prewalk).

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
 	"github.com/streamfusion/image-entrypoint/internal/jvm"
@@ -48,12 +46,9 @@ func gatherDeep(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts)
 	d.Usrlib = open(f.Usrlib)
 	d.ParentFirst, d.ParentFirstFrom = defaultParentFirst(f.Classpath, d.Lib)
 	d.ParentFirstDefault = len(d.ParentFirst)
-	if s.ConfDir != "" {
-		file := confFile(fsys, s.ConfDir, distVersion(f.Classpath))
-		if extra := additionalParentFirst(fsys, file); len(extra) > 0 {
-			d.ParentFirst = append(d.ParentFirst, extra...)
-			d.ParentFirstFrom += "; " + keyParentFirstAdditional + " from " + file
-		}
+	if extra, from := additionalParentFirst(f.Config); len(extra) > 0 {
+		d.ParentFirst = append(d.ParentFirst, extra...)
+		d.ParentFirstFrom += "; " + keyParentFirstAdditional + " from " + from
 	}
 	if err := ctx.Err(); err != nil {
 		d.Err = err
@@ -83,67 +78,26 @@ func defaultParentFirst(jars []*payload.JAR, archives []*payload.Archive) ([]str
 	return fallbackParentFirst, "the default of Flink 1.18 to 2.2 (no readable CoreOptions in flink-dist)"
 }
 
-// additionalParentFirst reads classloader.parent-first-patterns.additional
-// from the config file: a ';'-separated string or a YAML list, flat key or
-// nested.
-func additionalParentFirst(fsys fs.FS, file string) []string {
-	data, err := readSmall(fsys, rel(file), 4<<20)
-	if err != nil || !strings.Contains(string(data), "additional") {
-		return nil
+// additionalParentFirst is classloader.parent-first-patterns.additional
+// as the process runs with it (ReadConfig: the config file, flat key or
+// nested, FLINK_PROPERTIES, argv): a ';'-separated string or a YAML list,
+// and where it was set.
+func additionalParentFirst(c admission.Config) (patterns []string, from string) {
+	e, ok := c.Effective(keyParentFirstAdditional)
+	if !ok {
+		return nil, ""
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil
+	items := e.Items
+	if items == nil {
+		items = []string{e.Value}
 	}
-	n := lookupKey(&doc, "", keyParentFirstAdditional)
-	if n == nil {
-		return nil
-	}
-	var out []string
-	add := func(s string) {
+	for _, s := range items {
 		for _, p := range strings.Split(s, ";") {
 			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, p)
+				patterns = append(patterns, p)
 			}
 		}
 	}
-	switch n.Kind {
-	case yaml.ScalarNode:
-		add(n.Value)
-	case yaml.SequenceNode:
-		for _, c := range n.Content {
-			add(c.Value)
-		}
-	}
-	return out
-}
-
-// lookupKey finds a flat Flink key in a YAML document, nested maps joined
-// with dots.
-func lookupKey(n *yaml.Node, prefix, key string) *yaml.Node {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if r := lookupKey(c, prefix, key); r != nil {
-				return r
-			}
-		}
-	case yaml.MappingNode:
-		var found *yaml.Node
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k := n.Content[i].Value
-			if prefix != "" {
-				k = prefix + "." + k
-			}
-			if k == key {
-				found = n.Content[i+1]
-			} else if strings.HasPrefix(key, k+".") {
-				if r := lookupKey(n.Content[i+1], k, key); r != nil {
-					found = r
-				}
-			}
-		}
-		return found
-	}
-	return nil
+	from, _, _ = strings.Cut(e.Source, ", line ")
+	return patterns, from
 }

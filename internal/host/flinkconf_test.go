@@ -1,6 +1,7 @@
 package host
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/flinkconf"
 )
 
 func confTree(files map[string]string) fstest.MapFS {
@@ -89,9 +91,10 @@ func TestReadConfigRefuses(t *testing.T) {
 		name, file string
 		want       error
 	}{
-		{"a YAML bomb", bomb, admission.ErrConfigLimit},
+		{"a YAML bomb past Flink's 50 aliases", bomb, admission.ErrConfigFlink},
+		{"a YAML bomb within 50 aliases", "a: &a [x, x]\nb: &b [*a, *a]\n" + doublings(3, 24), admission.ErrConfigLimit},
 		{"deep nesting", deep, admission.ErrConfigLimit},
-		{"too large", "a: " + strings.Repeat("x", maxConfigBytes) + "\n", nil},
+		{"too large", "a: " + strings.Repeat("x", flinkconf.MaxBytes) + "\n", nil},
 		{"a duplicate key", "a: 1\na: 2\n", admission.ErrConfigFlink},
 		{"a key without a value", "a:\n", admission.ErrConfigFlink},
 		{"a syntax error", "a: [\n", admission.ErrConfigFlink},
@@ -107,6 +110,15 @@ func TestReadConfigRefuses(t *testing.T) {
 			assert.Empty(t, got.Entries)
 		})
 	}
+}
+
+// doublings are levels from..to of a list of two aliases to the level below.
+func doublings(from, to int) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d [*l%d, *l%d]\n", i, i, i-1, i-1)
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(b.String(), "*l2,", "*b,"), "*l2]", "*b]")
 }
 
 func TestTaskManagerJVMOptionsAsTheScriptsMergeThem(t *testing.T) {
@@ -151,7 +163,7 @@ func FuzzReadConfig(f *testing.F) {
 		}
 		s := Settings{ConfDir: "/opt/flink/conf", Launch: LaunchImage, FlinkProperties: props, Role: "taskmanager"}
 		c := ReadConfig(confTree(map[string]string{name: string(data)}), s, version)
-		if len(c.Entries) > maxConfigEntries+len(props)+1 {
+		if len(c.Entries) > flinkconf.MaxEntries+len(props)+1 {
 			t.Fatalf("%d entries from %d bytes", len(c.Entries), len(data))
 		}
 		total := 0

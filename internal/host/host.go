@@ -5,13 +5,11 @@
 // launch path leaves them, else JAVA_HOME, else PATH; javahome.go) and the
 // platform's libc loader, and the configuration the process about to start
 // runs with (ReadConfig, flinkconf.go: the config file of the release,
-// FLINK_PROPERTIES as the image merges it, argv's -D). config.yaml is parsed
-// with go.yaml.in/yaml/v3 (the maintained continuation of gopkg.in/yaml.v3);
-// flattening it into Flink's keys and rendering its scalars as Flink's
-// Configuration shows them are ours, as no library does what Flink does.
-// 1.18's flink-conf.yaml is not YAML: Flink reads it line by line, and so
-// does ReadConfig. The flat-key reading of Flink's scripts is a regular
-// expression of their own sed, since that is what they run.
+// FLINK_PROPERTIES as the image merges it, argv's -D). The files are read
+// once per gather and parsed by internal/flinkconf, the one bounded reader
+// of Flink's configuration (config.yaml as Flink 2.x loads it,
+// flink-conf.yaml line by line as 1.18 reads it, the scripts' flat
+// env.java.home line); host picks the file and applies the launch path.
 //
 // For the native libraries' rules it reads what the root offers the
 // dynamic loader (ReadLibs, native.go): ld.so.conf's and the system
@@ -186,8 +184,13 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	f.Usrlib = jars[len(names) : len(names)+len(usrlib)]
 	f.Plugins = jars[len(names)+len(usrlib):]
 	release := distVersion(f.Classpath)
-	f.JDK = jdkAsFlink(fsys, s, release)
-	f.Config = ReadConfig(fsys, s, release)
+	if s.ConfDir != "" {
+		conf := readConfFile(fsys, s.ConfDir, release) // read once, for the JDK lookup and the config
+		f.JDK = jdkFromConf(fsys, s, conf)
+		f.Config = readConfig(fsys, s, release, conf)
+	} else {
+		f.JDK = jdkAsFlink(fsys, s, release)
+	}
 	if native != "" {
 		release := ""
 		if f.JDK.Err == nil {
@@ -393,6 +396,9 @@ func releaseValue(data []byte, key string) (string, bool) {
 	return "", false
 }
 
+// errTooLarge is readSmall's error for a file beyond its limit.
+var errTooLarge = errors.New("larger than a release file can be")
+
 func readSmall(fsys fs.FS, name string, limit int64) ([]byte, error) {
 	file, _, info, err := rootfs.OpenRegular(fsys, name)
 	if err != nil {
@@ -417,7 +423,7 @@ func readSmall(fsys fs.FS, name string, limit int64) ([]byte, error) {
 		}
 	}
 	if int64(len(data)) > limit {
-		return nil, errors.New("larger than a release file can be")
+		return nil, errTooLarge
 	}
 	return data, nil
 }

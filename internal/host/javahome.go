@@ -9,9 +9,8 @@ import (
 	"strings"
 	"sync"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/flinkconf"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
 
@@ -35,7 +34,7 @@ const keyJavaHome = "env.java.home"
 
 // bin/config.sh (1.18) and bin/bash-java-utils.sh (2.x) read
 // env.java.home with a sed over the file's lines, `^[ ]*KEY[ ]*: ([^#]*)`
-// (the dots of the key match any character; flatJavaHomeValue), the value
+// (the dots of the key match any character; ScriptJavaHome), the value
 // trimmed of spaces, the last matching line winning even when its value is
 // empty. Only the flat key is seen, never a nested one; quotes are kept.
 
@@ -75,20 +74,20 @@ func majorMinor(v string) (int, int, bool) {
 
 // chooseJavaHome derives env.java.home as the process that will run sees
 // it, for the launch and the config file.
-func chooseJavaHome(fsys fs.FS, s Settings, file string) javaChoice {
-	data, err := readSmall(fsys, rel(file), 4<<20)
-	if err != nil {
+func chooseJavaHome(s Settings, cf *confFileData) javaChoice {
+	file := cf.file
+	if cf.err != nil {
 		// The scripts' sed fails on a missing file and they go on without it.
-		return javaChoice{ignored: fmt.Sprintf("%s cannot be read (%v)", file, err)}
+		return javaChoice{ignored: fmt.Sprintf("%s cannot be read (%v)", file, cf.err)}
 	}
-	text := string(data)
+	text := string(cf.data)
 	rewritten := s.Launch == LaunchImage && path.Base(file) == "config.yaml"
 	if rewritten {
 		// The image entrypoint rewrites the file through BashJavaUtils as
 		// nested YAML before the role's script reads it: the flat key the
 		// scripts look for is never in it.
 		c := javaChoice{}
-		if v, where := standardJavaHome(text, file, s.FlinkProperties, s.Getenv); v != "" {
+		if v, where := standardJavaHome(cf, s.FlinkProperties, s.Getenv); v != "" {
 			c.ignored = fmt.Sprintf("%s=%s (%s) is ignored: the image entrypoint rewrites %s as nested YAML, and bin/bash-java-utils.sh reads only the flat key",
 				keyJavaHome, v, where, file)
 		}
@@ -105,9 +104,9 @@ func chooseJavaHome(fsys fs.FS, s Settings, file string) javaChoice {
 	}
 	c := javaChoice{}
 	found := false
-	base := strings.Count(string(data), "\n") // lines from here on were appended
+	base := strings.Count(string(cf.data), "\n") // lines from here on were appended
 	for i, line := range strings.Split(text, "\n") {
-		v, ok := flatJavaHomeValue(line)
+		v, ok := flinkconf.ScriptJavaHome(line)
 		if !ok {
 			continue
 		}
@@ -119,7 +118,7 @@ func chooseJavaHome(fsys fs.FS, s Settings, file string) javaChoice {
 		}
 	}
 	if !found && path.Base(file) == "config.yaml" {
-		if v, where := standardJavaHome(text, file, "", nil); v != "" {
+		if v, where := standardJavaHome(cf, "", nil); v != "" {
 			c.ignored = fmt.Sprintf("%s=%s (%s) is ignored: bin/bash-java-utils.sh reads only the flat key", keyJavaHome, v, where)
 		}
 	}
@@ -127,20 +126,13 @@ func chooseJavaHome(fsys fs.FS, s Settings, file string) javaChoice {
 }
 
 // standardJavaHome is env.java.home as Flink's YAML parser reads config.yaml
-// (flat or nested keys), with FLINK_PROPERTIES applied over it as the 2.x
+// (flat or nested keys; nothing when Flink cannot load the file, which the
+// config rules report), with FLINK_PROPERTIES applied over it as the 2.x
 // image entrypoint passes it to BashJavaUtils (propertyEntries).
-func standardJavaHome(text, file, props string, getenv func(string) (string, bool)) (value, where string) {
-	// Without a "home" key anywhere there is no env.java.home to find: the
-	// parse, which would run on every start, is skipped (Flink's shipped
-	// config.yaml names none).
-	if strings.Contains(text, "home") {
-		var doc yaml.Node
-		if err := yaml.Unmarshal([]byte(text), &doc); err == nil {
-			flat := map[string]string{}
-			flatten(&doc, "", flat)
-			if v, ok := flat[keyJavaHome]; ok && v != "" {
-				value, where = v, "in "+file
-			}
+func standardJavaHome(cf *confFileData, props string, getenv func(string) (string, bool)) (value, where string) {
+	if entries, err := cf.yaml(); err == nil {
+		if e, ok := flinkconf.Last(entries, keyJavaHome); ok && e.Value != "" {
+			value, where = e.Value, "in "+cf.file
 		}
 	}
 	// FLINK_PROPERTIES as the rewrite receives it (propertyEntries): a
@@ -151,31 +143,6 @@ func standardJavaHome(text, file, props string, getenv func(string) (string, boo
 		}
 	}
 	return value, where
-}
-
-// flatten turns a YAML document into Flink's flat keys (nested maps joined
-// with dots).
-func flatten(n *yaml.Node, prefix string, out map[string]string) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			flatten(c, prefix, out)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			key := n.Content[i].Value
-			if prefix != "" {
-				key = prefix + "." + key
-			}
-			flatten(n.Content[i+1], key, out)
-		}
-	case yaml.ScalarNode:
-		out[prefix] = n.Value
-	case yaml.AliasNode:
-		if n.Alias != nil {
-			flatten(n.Alias, prefix, out)
-		}
-	}
 }
 
 // envRef is compiled on first use: only 1.18's image path substitutes.
@@ -208,8 +175,13 @@ func jdkAsFlink(fsys fs.FS, s Settings, flinkVersion string) admission.JDK {
 	if s.ConfDir == "" {
 		return jdk(fsys, s.JavaHome, s.Path)
 	}
-	file := confFile(fsys, s.ConfDir, flinkVersion)
-	c := chooseJavaHome(fsys, s, file)
+	return jdkFromConf(fsys, s, readConfFile(fsys, s.ConfDir, flinkVersion))
+}
+
+// jdkFromConf is jdkAsFlink over the release's config file, read.
+func jdkFromConf(fsys fs.FS, s Settings, cf *confFileData) admission.JDK {
+	file := cf.file
+	c := chooseJavaHome(s, cf)
 	home, via := c.home, c.origin
 	if home == "" {
 		home, via = s.JavaHome, "JAVA_HOME"

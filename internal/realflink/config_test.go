@@ -62,8 +62,24 @@ var configCorpus = []configCase{
 	{name: "argv over FLINK_PROPERTIES", launch: host.LaunchImage, file: "parallelism.default: 1\n",
 		props: "parallelism.default: 2", args: []string{"-Dparallelism.default=3"}},
 	{name: "empty file", file: ""},
+	{name: "50 aliases to collections", only: "2", file: aliasesTo(50)},
+	{name: "51 aliases to collections", only: "2", file: aliasesTo(51)},
+	{name: "aliases inside aliased collections, counted where written", only: "2",
+		file: "a: &a {x: [1]}\nb: &b {y: *a}\nc: &c {z: *b}\nd: [*c, *c, *c]\ne: &e [*d, *d]\nf: [*e, *e, *e]\n"},
+	{name: "scalar aliases, any number", only: "2", file: "s: &s v\nrest.address: *s\nl: [" + strings.Repeat("*s, ", 99) + "*s]\n"},
 	{name: "a comment at column 0 ends a plain value", only: "2", file: "rest.address: abc\n# c\n  def\nrest.port: 8081\n"},
 	{name: "a comment at column 0 between keys", file: "rest.address: abc\n# c\nrest.port: 8081\n"},
+}
+
+// aliasesTo is a config.yaml with n aliases to one list (snakeyaml-engine,
+// which Flink keeps at its defaults, allows 50).
+func aliasesTo(n int) string {
+	var b strings.Builder
+	b.WriteString("l: &l [1, 2]\n")
+	for i := range n {
+		fmt.Fprintf(&b, "r%d: *l\n", i)
+	}
+	return b.String()
 }
 
 // TestConfigAsFlinkLoadsIt loads each case of the corpus with real Flink

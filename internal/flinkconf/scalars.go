@@ -1,4 +1,4 @@
-package host
+package flinkconf
 
 import (
 	"strings"
@@ -83,9 +83,9 @@ func isCoreFloat(s string) bool {
 	return i == len(s)
 }
 
-// flatJavaHomeValue is the submatch of ^ *env.java.home *: ([^#]*) in line
+// ScriptJavaHome is the submatch of ^ *env.java.home *: ([^#]*) in line
 // (each '.' any character but a newline, as the scripts' sed has it).
-func flatJavaHomeValue(line string) (string, bool) {
+func ScriptJavaHome(line string) (string, bool) {
 	s := strings.TrimLeft(line, " ")
 	for i, word := range []string{"env", "java", "home"} {
 		if i > 0 {

@@ -1,4 +1,4 @@
-package host
+package flinkconf
 
 import (
 	"regexp"
@@ -59,10 +59,10 @@ func checkScalarMatchers(t *testing.T, s string) {
 		want = []string{m[1]}
 	}
 	var got []string
-	if v, ok := flatJavaHomeValue(s); ok {
+	if v, ok := ScriptJavaHome(s); ok {
 		got = []string{v}
 	}
 	if len(got) != len(want) || len(got) == 1 && got[0] != want[0] {
-		t.Errorf("flatJavaHomeValue(%q) = %q, the pattern says %q", s, got, want)
+		t.Errorf("ScriptJavaHome(%q) = %q, the pattern says %q", s, got, want)
 	}
 }

@@ -1,0 +1,49 @@
+package flinkconf
+
+import "errors"
+
+// Entry is one key as set by one source.
+type Entry struct {
+	Key, Value string
+	Source     string // "/opt/flink/conf/config.yaml, line 3", "FLINK_PROPERTIES", "argv (-D)"
+	// Items are the elements of a YAML sequence value, as Flink hands a
+	// list option the list itself; nil for any other value.
+	Items []string `json:"-"`
+}
+
+// Limits of the reader. A config file is a few KiB (Flink's shipped
+// config.yaml is 15 KiB, its largest real ones a few hundred keys); more,
+// or YAML that nests or expands beyond these, is refused, not read.
+const (
+	MaxBytes   = 1 << 20 // a config file, and one value
+	MaxEntries = 20000   // keys of one file
+	MaxDepth   = 64      // mappings and sequences nested in each other
+	// MaxAliases is snakeyaml-engine's maxAliasesForCollections, which
+	// Flink's loader keeps: a file with more aliases to collections is one
+	// Flink refuses (ErrFlink).
+	MaxAliases = 50
+	// MaxNodes and MaxRendered bound what the aliases a file may hold
+	// expand to: the nodes flattening visits and the bytes of every value
+	// rendered (ErrLimit).
+	MaxNodes    = 100000
+	MaxRendered = 4 << 20
+)
+
+// ErrLimit marks a config file beyond the reader's limits (size, nesting,
+// keys, what its aliases expand to): it is not read.
+var ErrLimit = errors.New("config file beyond the reader's limits")
+
+// ErrFlink marks a config file Flink itself cannot load (a YAML syntax
+// error, a duplicate key, a null value, more than 50 aliases to
+// collections): the process fails at start.
+var ErrFlink = errors.New("config file that Flink cannot load")
+
+// Last is the entry that sets key last (the one Flink uses), if any.
+func Last(entries []Entry, key string) (Entry, bool) {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Key == key {
+			return entries[i], true
+		}
+	}
+	return Entry{}, false
+}

@@ -1,0 +1,212 @@
+package flinkconf
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const file = "/opt/flink/conf/config.yaml"
+
+// aliasBomb is a mapping of levels mappings, each holding width aliases
+// to the level below: width^levels values once expanded.
+func aliasBomb(levels, width int) string {
+	var b strings.Builder
+	b.WriteString("a0: &a0 {k: v, home: x}\n")
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d {", i, i)
+		for j := range width {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "k%d: *a%d", j, i-1)
+		}
+		b.WriteString("}\n")
+	}
+	b.WriteString("env.java.home: /usr\nclassloader.parent-first-patterns.additional: x\n")
+	return b.String()
+}
+
+// doubling is a sequence bomb within Flink's 50 aliases: 25 levels of
+// [*below, *below], 2^25 values once expanded.
+func doubling() string {
+	var b strings.Builder
+	b.WriteString("l0: &l0 [x]\n")
+	for i := 1; i <= 25; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d [*l%d, *l%d]\n", i, i, i-1, i-1)
+	}
+	return b.String()
+}
+
+// hostile are config files an image or a request may carry, each refused
+// with the error that says why, having done bounded work (allocated below
+// maxAlloc: the bound, not the machine's memory, stops it).
+var hostile = []struct {
+	name string
+	data string
+	want error
+}{
+	{"the mapping alias bomb (9 levels of 9)", aliasBomb(9, 9), ErrFlink},
+	{"a doubling bomb within 50 aliases", doubling(), ErrLimit},
+	{"a long scalar aliased a thousand times", "s: &s " + strings.Repeat("x", 500<<10) + "\nl: [" + strings.Repeat("*s, ", 999) + "*s]\n", ErrLimit},
+	{"a long scalar aliased across many keys", "s: &s " + strings.Repeat("x", 500<<10) + "\n" + manyKeysOf(50, "[*s, *s]"), ErrLimit},
+	{"a doubling bomb of empty mappings", emptyDoubling(), ErrLimit},
+	{"a sequence that holds itself", "a: &a [x, *a]\n", ErrLimit},
+	{"a mapping that holds itself", "a: &a {b: *a}\n", ErrLimit},
+	{"nesting deeper than the limit", strings.Repeat("[", 100) + strings.Repeat("]", 100), ErrFlink}, // not a mapping
+	{"nested mappings deeper than the limit", deepMappings(100), ErrLimit},
+	{"nested lists deeper than the limit", "a: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", ErrLimit},
+	{"more keys than the limit", manyKeys(MaxEntries + 1), ErrLimit},
+	{"larger than the limit", "a: " + strings.Repeat("x", MaxBytes) + "\n", ErrLimit},
+	{"an unknown alias", "a: *nope\n", ErrFlink},
+	{"merge keys past 50 aliases", "b: &b {x: 1}\n" + manyMerges(51), ErrFlink},
+}
+
+func deepMappings(n int) string {
+	var b strings.Builder
+	for i := range n {
+		b.WriteString(strings.Repeat(" ", i) + "k:\n")
+	}
+	b.WriteString(strings.Repeat(" ", n) + "v: 1\n")
+	return b.String()
+}
+
+func manyKeys(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "k%d: %d\n", i, i)
+	}
+	return b.String()
+}
+
+func manyKeysOf(n int, value string) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "k%d: %s\n", i, value)
+	}
+	return b.String()
+}
+
+// emptyDoubling expands to 2^25 mappings that hold no key: nothing is
+// rendered and no entry made, only the nodes visited count.
+func emptyDoubling() string {
+	var b strings.Builder
+	b.WriteString("m0: &m0 {}\n")
+	for i := 1; i <= 25; i++ {
+		fmt.Fprintf(&b, "m%d: &m%d {a: *m%d, b: *m%d}\n", i, i, i-1, i-1)
+	}
+	return b.String()
+}
+
+func manyMerges(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "m%d:\n  <<: *b\n", i)
+	}
+	return b.String()
+}
+
+const maxAlloc = 64 << 20
+
+func TestReadYAMLRefusesHostileFiles(t *testing.T) {
+	for _, c := range hostile {
+		t.Run(c.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			entries, err := ReadYAML([]byte(c.data), file)
+			runtime.ReadMemStats(&after)
+			require.ErrorIs(t, err, c.want)
+			assert.Contains(t, err.Error(), file, "the error names the file")
+			assert.Empty(t, entries)
+			assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(maxAlloc), "allocated while refusing it")
+		})
+	}
+}
+
+// Aliases Flink's loader takes are read as Flink reads them: up to 50 to
+// collections, any number to scalars, aliases inside aliased collections
+// counted once where they are written (TestConfigAsFlinkLoadsIt holds the
+// values to Flink's).
+func TestReadYAMLReadsAliasesFlinkLoads(t *testing.T) {
+	var fifty strings.Builder
+	fifty.WriteString("b: &b [1, 2]\n")
+	for i := range MaxAliases {
+		fmt.Fprintf(&fifty, "r%d: *b\n", i)
+	}
+	for _, c := range []struct {
+		name, data string
+		want       map[string]string
+	}{
+		{"50 aliases to collections", fifty.String(), map[string]string{"b": "[1, 2]", "r0": "[1, 2]", "r49": "[1, 2]"}},
+		{"aliases inside aliased collections", "a: &a {x: [1]}\nb: &b {y: *a}\nc: &c {z: *b}\nd: [*c, *c, *c]\n",
+			map[string]string{"c.z.y.x": "[1]", "d": "[{z: {y: {x: [1]}}}, {z: {y: {x: [1]}}}, {z: {y: {x: [1]}}}]"}},
+		{"scalar aliases are free", "s: &s v\nl: [" + strings.Repeat("*s, ", 200) + "*s]\n", map[string]string{"s": "v"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			entries, err := ReadYAML([]byte(c.data), file)
+			require.NoError(t, err)
+			got := map[string]string{}
+			for _, e := range entries {
+				got[e.Key] = e.Value
+			}
+			for k, v := range c.want {
+				assert.Equal(t, v, got[k], k)
+			}
+		})
+	}
+}
+
+func TestReadYAMLListItems(t *testing.T) {
+	entries, err := ReadYAML([]byte("a: [x, 'y: z', {k: v}]\nb: x;y\n"), file)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	assert.Equal(t, []string{"x", "y: z", "{k: v}"}, entries[0].Items)
+	assert.Equal(t, "[x, 'y: z', {k: v}]", entries[0].Value)
+	assert.Nil(t, entries[1].Items)
+}
+
+func TestReadLegacyAndDynamic(t *testing.T) {
+	src := func(i int) string { return fmt.Sprint("line ", i+1) }
+	got := ReadLegacy("a: 1 # c\r\nb:2\n  c :  x: y  \n- e: f\nk: \n", src)
+	assert.Equal(t, []Entry{{Key: "a", Value: "1", Source: "line 1"}, {Key: "c", Value: "x: y", Source: "line 3"}, {Key: "- e", Value: "f", Source: "line 4"}}, got)
+	d := Dynamic([]string{"-Da=2", "-D", "b=c=d", "-De", "x", "-D"})
+	assert.Equal(t, []Entry{{Key: "a", Value: "2", Source: "argv (-D)"}, {Key: "b", Value: "c=d", Source: "argv (-D)"}, {Key: "e", Value: "true", Source: "argv (-D)"}}, d)
+}
+
+// FuzzReadYAML: any bytes give entries or an error, never a panic, and
+// what comes out stays within the budget whatever the aliases.
+func FuzzReadYAML(f *testing.F) {
+	for _, c := range hostile {
+		if len(c.data) < 4096 {
+			f.Add([]byte(c.data))
+		}
+	}
+	f.Add([]byte("a:\n  b: 0x10\n  c: [x, 'y: z']\na.d: 1e7\n"))
+	f.Add([]byte("a: &a [x, x]\nb: [*a, *a]\nc: {d: *a}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		entries, err := ReadYAML(data, file)
+		if err != nil {
+			if len(entries) > 0 {
+				t.Fatalf("entries with an error: %v", err)
+			}
+			return
+		}
+		if len(entries) > MaxEntries {
+			t.Fatalf("%d entries", len(entries))
+		}
+		total := 0
+		for _, e := range entries {
+			total += len(e.Value)
+			for _, it := range e.Items {
+				total += len(it)
+			}
+		}
+		if total > MaxRendered+MaxBytes {
+			t.Fatalf("%d bytes rendered", total)
+		}
+	})
+}
