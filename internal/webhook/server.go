@@ -248,6 +248,8 @@ func (c *Config) validate(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	resp := c.review(ctx, review.Request, limit)
 	resp.UID = review.Request.UID
+	all := resp.Warnings
+	resp.Warnings = boundWarnings(all)
 	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
 	w.Header().Set("Content-Type", "application/json")
 	if err := json.NewEncoder(w).Encode(out); err != nil {
@@ -259,8 +261,53 @@ func (c *Config) validate(w http.ResponseWriter, r *http.Request) {
 	if !resp.Allowed {
 		ev = c.Log.Warn().Str("message", resp.Result.Message)
 	}
+	if len(resp.Warnings) < len(all) {
+		ev = ev.Strs("warnings", dedupe(all)) // every one, where the answer has room for some
+	}
 	ev.Str("uid", string(req.UID)).Str("kind", req.Kind.Kind).Str("namespace", req.Namespace).Str("name", req.Name).
 		Str("operation", string(req.Operation)).Bool("allowed", resp.Allowed).Dur("took", time.Since(start)).Msg("review")
+}
+
+// maxWarnings bounds an answer's warnings: the API server passes on 4,096
+// runes of warnings in all (k8s.io/apiserver's warning recorder, which
+// drops repeated texts and, past that, clips each to 256 runes and drops
+// the rest). Counted in bytes, which are never fewer than runes.
+const maxWarnings = 4 << 10
+
+// boundWarnings is warnings once each (the containers of a Pod that share
+// an image share its warnings), within maxWarnings: a warning that does
+// not fit ends the list, and a last one says how many were left out and
+// where they all are.
+func boundWarnings(warnings []string) []string {
+	ws := dedupe(warnings)
+	const room = 160 // for the last one
+	total := 0
+	for i, w := range ws {
+		if total+len(w) > maxWarnings-room {
+			if w = report.Clip(w, maxWarnings-room-total); len(w) > 80 && i == len(ws)-1 {
+				return append(ws[:i:i], w) // the last one, clipped
+			}
+			return append(ws[:i:i], fmt.Sprintf("... and %d more StreamFusion warnings, beyond what the API server shows: the webhook's log and `streamfusion audit --json` list every one", len(ws)-i))
+		}
+		total += len(w)
+	}
+	return ws
+}
+
+// dedupe is ss without repeats, in first-seen order.
+func dedupe(ss []string) []string {
+	if len(ss) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(ss))
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // deadline is the configured timeout, shortened to the API server's own

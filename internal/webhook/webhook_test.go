@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -18,6 +19,8 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/report"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
 
@@ -34,7 +37,14 @@ func shared(t testing.TB) images {
 
 func TestReviews(t *testing.T) {
 	imgs := shared(t)
-	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good, "jdk11": imgs.jdk11, "plain": imgs.plain})
+	// good with a config.yaml of 1.5 KB that expands to 9^9 mappings.
+	bombConf := "a0: &a0 {k: v, home: x}\n"
+	for i := 1; i <= 9; i++ {
+		bombConf += fmt.Sprintf("a%d: &a%d {k0: *a%d, k1: *a%d, k2: *a%d, k3: *a%d, k4: *a%d, k5: *a%d, k6: *a%d, k7: *a%d, k8: *a%d}\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	bombImg, err := mutate.AppendLayers(imgs.good, imagekit.Layer(imagekit.Entry{Name: testkit.FlinkHome + "/conf/config.yaml", Data: []byte(bombConf)}))
+	require.NoError(t, err)
+	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good, "jdk11": imgs.jdk11, "plain": imgs.plain, "bomb": bombImg})
 	s := startServer(t, Config{}, http.DefaultTransport)
 	good, jdk11, plain := host+"/flink:good", host+"/flink:jdk11", host+"/flink:plain"
 
@@ -65,6 +75,8 @@ func TestReviews(t *testing.T) {
 			contains: []string{"[" + deploy.RuleJDK + "] cluster flink/basic mixes JDK majors: 11 in taskmanager " + jdk11 + "; 17 in jobmanager " + good}},
 		{name: "flinkVersion of another line", kind: "FlinkDeployment", op: admissionv1.Create, obj: flinkDeployment(good, "v1_18", ""),
 			contains: []string{"spec.flinkVersion is v1_18"}},
+		{name: "an alias bomb in the image's config.yaml", kind: "FlinkDeployment", op: admissionv1.Create, obj: flinkDeployment(host+"/flink:bomb", "v2_2", ""),
+			contains: []string{"/opt/flink/conf/config.yaml: 81 aliases to collections", "Flink cannot load its config file"}},
 		{name: "good TaskManager pod", kind: "Pod", op: admissionv1.Create, obj: pod(good, "taskmanager"), allowed: true},
 		{name: "plain TaskManager pod", kind: "Pod", op: admissionv1.Create, obj: pod(plain, "taskmanager"),
 			contains: []string{report.Summary("taskmanager", res.Decision)}},
@@ -280,4 +292,83 @@ func TestConfig(t *testing.T) {
 	assert.Equal(t, 4*time.Second, c.deadline(r), "the API server's own timeout, less a second")
 	r, _ = http.NewRequest("POST", "/validate?timeout=30s", nil)
 	assert.Equal(t, 8*time.Second, c.deadline(r))
+}
+
+// A Pod of 3,000 containers over 18 admitted images, each with a warning
+// of its own (a misspelt key in its FLINK_PROPERTIES), is answered with
+// each image's warning once, within the 4,096 runes the API server shows,
+// the last warning saying how many were left out. It was 3,000 warnings,
+// over 1 MiB, before.
+func TestWarningsAreBounded(t *testing.T) {
+	const images, containers = 18, 3000
+	good := shared(t).good
+	base, err := good.ConfigFile()
+	require.NoError(t, err)
+	imgs := map[string]v1Image{}
+	for i := range images {
+		cfg := base.DeepCopy()
+		cfg.Config.Env = append(cfg.Config.Env, fmt.Sprintf("FLINK_PROPERTIES=taskmanager.numberOfTaskSlot: %d", i+1))
+		img, err := mutate.ConfigFile(good, cfg)
+		require.NoError(t, err)
+		imgs[fmt.Sprint("w", i)] = img
+	}
+	host := registryWith(t, nil, imgs)
+	s := startServer(t, Config{}, http.DefaultTransport)
+	var cs []any
+	for i := range containers {
+		cs = append(cs, map[string]any{"name": fmt.Sprint("tm", i), "image": fmt.Sprintf("%s/flink:w%d", host, i%images), "args": []any{"taskmanager"}})
+	}
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "wide", "namespace": "flink"},
+		"spec": map[string]any{"containers": cs}}
+	out := s.post(t, reviewOf(t, "Pod", admissionv1.Create, pod)).Response
+	require.True(t, out.Allowed, "%+v", out.Result)
+	require.NotEmpty(t, out.Warnings)
+	total := 0
+	seen := map[string]bool{}
+	for _, w := range out.Warnings {
+		assert.False(t, seen[w], "repeated: %s", w)
+		seen[w] = true
+		total += len(w)
+		assert.NotContains(t, w, "\n")
+	}
+	assert.LessOrEqual(t, total, maxWarnings, "bytes of warnings")
+	assert.Contains(t, out.Warnings[0], "config-unknown-key")
+	last := out.Warnings[len(out.Warnings)-1]
+	assert.Contains(t, last, fmt.Sprintf("and %d more StreamFusion warnings", images-(len(out.Warnings)-1)))
+}
+
+func TestBoundWarnings(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	for _, c := range []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"none", nil, nil},
+		{"repeats once", []string{"a", "b", "a", "b"}, []string{"a", "b"}},
+		{"within the bound", []string{long, long + "1"}, []string{long, long + "1"}},
+		{"beyond: the rest counted", func() []string {
+			var ws []string
+			for i := range 20 {
+				ws = append(ws, fmt.Sprint(i, long))
+			}
+			return ws
+		}(), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := boundWarnings(c.in)
+			total := 0
+			for _, w := range got {
+				total += len(w)
+			}
+			assert.LessOrEqual(t, total, maxWarnings)
+			if c.want != nil || c.in == nil {
+				assert.Equal(t, c.want, got)
+				return
+			}
+			n := len(got) - 1
+			assert.Equal(t, c.in[:n], got[:n])
+			assert.Equal(t, fmt.Sprintf("... and %d more StreamFusion warnings, beyond what the API server shows: the webhook's log and `streamfusion audit --json` list every one", len(c.in)-n), got[n])
+		})
+	}
 }
