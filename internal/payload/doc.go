@@ -1,7 +1,7 @@
 // Package payload reads JAR files as far as admission needs and no
-// further, and concludes what the JVM would: the central directory (walked
-// in place when the file is mapped, as rootfs.Host's files are, else
-// through one reused buffer, never loaded whole) with java.util.jar.JarFile's
+// further, and concludes what the JVM would: the central directory (read
+// in chunks through one reused buffer, never mapped or loaded whole, and
+// hashed as it is read for the JAR's Fingerprint) with java.util.jar.JarFile's
 // rules, the manifest JarFile reads (parsed as java.util.jar.Manifest parses
 // it), flink-dist's version resource, the marks that make a JAR StreamFusion
 // content, and a loader's nested core, admitted only where JarFile's and
