@@ -55,12 +55,13 @@ func Dynamic(args []string) []Entry {
 			continue
 		}
 		prop := a[2:]
-		if prop == "" {
-			if i+1 >= len(args) {
+		if prop == "" { // "-D" "key=value"
+			rest := args[i+1:]
+			if len(rest) == 0 {
 				break
 			}
+			prop = rest[0]
 			i++
-			prop = args[i]
 		}
 		k, v, ok := strings.Cut(prop, "=")
 		if !ok {

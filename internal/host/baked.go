@@ -113,7 +113,7 @@ func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts
 		return nil, "linkage not checked at this start: lib holds no baked deep verdict (" + path.Join(lib, VerdictFile) + ", written by streamfusion bake or check --write-verdict); STREAMFUSION_LINKAGE=true checks it in full"
 	}
 	full := func(err error, why string) (*admission.Deep, string) {
-		d := gatherDeep(ctx, fsys, s, f)
+		d := gatherDeep(ctx, fsys, f)
 		d.VerdictErr, d.VerdictPath = err, b.path
 		return d, why + ": shadowing and linkage checked in full"
 	}

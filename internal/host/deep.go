@@ -28,7 +28,7 @@ var fallbackParentFirst = []string{"java.", "scala.", "org.apache.flink.", "com.
 // gatherDeep indexes every JAR of lib and usrlib for its classes (the
 // bytes of a class are read only when a rule asks for it) and reads the
 // user class loader's parent-first patterns.
-func gatherDeep(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts) *admission.Deep {
+func gatherDeep(ctx context.Context, fsys fs.FS, f *admission.Facts) *admission.Deep {
 	d := &admission.Deep{}
 	open := func(jars []*payload.JAR) []*payload.Archive {
 		out := make([]*payload.Archive, len(jars))

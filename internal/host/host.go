@@ -200,7 +200,7 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	}
 	switch {
 	case s.Deep:
-		f.Deep = gatherDeep(ctx, fsys, s, f)
+		f.Deep = gatherDeep(ctx, fsys, f)
 	case s.Baked:
 		f.Deep, f.Linkage = gatherBaked(ctx, fsys, s, f, verdict)
 	}
