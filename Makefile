@@ -62,8 +62,8 @@ CONFIG_TABLE_VERSIONS := 2.2.0 2.2.1 1.18.1
 config-tables:
 	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(CONFIG_TABLE_VERSIONS) >/dev/null
 	for v in $(CONFIG_TABLE_VERSIONS); do \
-		java -Dlog4j2.level=OFF scripts/config-tables/ConfigTables.java $(FLINK_DIST)/$$v > internal/admission/flinkkeys/$$v.txt.tmp && \
-		mv internal/admission/flinkkeys/$$v.txt.tmp internal/admission/flinkkeys/$$v.txt || exit 1; \
+		java -Dlog4j2.level=OFF scripts/config-tables/ConfigTables.java $(FLINK_DIST)/$$v > internal/flinkconf/flinkkeys/$$v.txt.tmp && \
+		mv internal/flinkconf/flinkkeys/$$v.txt.tmp internal/flinkconf/flinkkeys/$$v.txt || exit 1; \
 	done
 # --- end config tables
 

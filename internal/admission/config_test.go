@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/flinkconf"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
@@ -208,7 +209,7 @@ func TestKeyTables(t *testing.T) {
 		assert.True(t, k.Known("kubernetes.jobmanager.annotations.team"), "an entry of a Map option: %s", rel)
 		assert.False(t, k.Known("taskmanager.numberOfTaskSlot"), rel)
 		prev, n := "", 0
-		k.Each(func(o *admission.Option) {
+		k.Each(func(o *flinkconf.Option) {
 			assert.Less(t, prev, o.Key, "the table is sorted, keys once: lookups search it")
 			prev, n = o.Key, n+1
 		})

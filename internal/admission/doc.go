@@ -9,10 +9,9 @@
 // required and the fix. All rules run; findings are never cut short at the
 // first.
 //
-// It also holds each supported release's table of configuration options
-// (flinkkeys/, embedded; generated from the real distributions by `make
-// config-tables`) and the config rules judged on the configuration host
-// gathers.
+// It also holds the config rules, judged on the configuration host gathers
+// with each release's table of options (internal/flinkconf's, which reads
+// the configuration and holds the tables).
 //
 // It does no I/O: it reads nothing from disk or the environment, so the
 // entrypoint, `streamfusion check` and the image tooling decide the same

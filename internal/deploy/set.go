@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/flinkconf"
 )
 
 // ImageFacts are what the set checks compare, from one image's decision.
@@ -192,7 +193,7 @@ func checkConfigs(members []Member) []Finding {
 		}
 		c := admission.Config{Role: string(m.Container.Role), File: "spec.flinkConfiguration", Entries: m.Resource.Config}
 		if admission.IsTaskManager(c.Role) {
-			c.JVMOptions = admission.TaskManagerJVM(c.Entries, nil)
+			c.JVMOptions = flinkconf.TaskManagerJVM(c.Entries, nil)
 		}
 		for _, f := range admission.JudgeConfig(m.Facts.Flink, m.Facts.StreamFusion != "", c) {
 			msg := fmt.Sprintf("%s: %s: found %s, required %s", m.Resource.ID(), f.Message, f.Found, f.Required)

@@ -4,7 +4,10 @@
 // them), flink-conf.yaml as Flink 1.18 reads it line by line (ReadLegacy:
 // it is not YAML), the -D dynamic properties of a process's arguments
 // (Dynamic), and the flat env.java.home line of Flink's scripts' sed
-// (ScriptJavaHome). Every caller that needs a key of a config file reads it
+// (ScriptJavaHome); each supported release's table of options (Keys:
+// flinkkeys/, embedded, made from the real distributions by `make
+// config-tables`) and the TaskManager's JVM options as Flink's scripts
+// merge them (TaskManagerJVM). Every caller that needs a key of a config file reads it
 // here: the JDK lookup, the user class loader's parent-first patterns, the
 // config rules.
 //

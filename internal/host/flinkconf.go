@@ -108,7 +108,7 @@ func readConfig(fsys fs.FS, s Settings, flinkVersion string, cf *confFileData) a
 		}
 	}
 	if s.Role == "taskmanager" || s.Role == "kubernetes-taskmanager" {
-		c.JVMOptions = admission.TaskManagerJVM(fileEntries, s.Getenv)
+		c.JVMOptions = flinkconf.TaskManagerJVM(fileEntries, s.Getenv)
 	}
 	return c
 }

@@ -308,10 +308,10 @@ func TestConfigTablesMatchTheDistributions(t *testing.T) {
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
 			require.NoError(t, err, stderr.String())
-			checked, err := os.ReadFile(filepath.Join("..", "admission", "flinkkeys", version+".txt"))
+			checked, err := os.ReadFile(filepath.Join("..", "flinkconf", "flinkkeys", version+".txt"))
 			require.NoError(t, err)
 			require.Greater(t, strings.Count(string(out), "\n"), 500, "a real flink-dist has hundreds of options")
-			assert.Equal(t, string(checked), string(out), "internal/admission/flinkkeys/%s.txt is stale: run `make config-tables`", version)
+			assert.Equal(t, string(checked), string(out), "internal/flinkconf/flinkkeys/%s.txt is stale: run `make config-tables`", version)
 		})
 	}
 }
