@@ -20,12 +20,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/streamfusion/image-entrypoint/internal/admit"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/exec"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/roles"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // version is stamped at build time (-ldflags -X main.version=...).
@@ -123,13 +123,13 @@ func start(args, env []string, stdout, stderr io.Writer) error {
 		return own(args[2:], env, stdout, stderr)
 	case !role.Admits():
 		// Pass-through: nothing is read, so a debug shell works on a broken image.
-		original, err := config.Original(env)
+		original, err := settings.Original(env)
 		if err != nil {
 			return &usageError{err}
 		}
 		return exec.Handoff(original, args, env)
 	}
-	cfg, err := config.FromEnv(env)
+	cfg, err := settings.FromEnv(env)
 	if err != nil {
 		return &usageError{err}
 	}
@@ -248,12 +248,12 @@ func admissionContext(timeout time.Duration, caught <-chan os.Signal) (context.C
 // checkHere checks this host within the admission deadline, stopped by a
 // signal on caught (nil: none), even one that arrives as the check
 // finishes.
-func checkHere(cfg config.Config, p process, caught <-chan os.Signal) (*admit.Verdict, error) {
+func checkHere(cfg settings.Config, p process, caught <-chan os.Signal) (*admit.Verdict, error) {
 	return checkWith(admit.Check, cfg, p, caught)
 }
 
 // checkWith is checkHere with how to check: admit.Check, or admit.Bake.
-func checkWith(how func(context.Context, admit.Request) (*admit.Verdict, error), cfg config.Config, p process, caught <-chan os.Signal) (*admit.Verdict, error) {
+func checkWith(how func(context.Context, admit.Request) (*admit.Verdict, error), cfg settings.Config, p process, caught <-chan os.Signal) (*admit.Verdict, error) {
 	ctx, stop := admissionContext(cfg.Timeout, caught)
 	v, err := how(ctx, request(cfg, p))
 	if sig := stop(); sig != nil {
@@ -263,7 +263,7 @@ func checkWith(how func(context.Context, admit.Request) (*admit.Verdict, error),
 }
 
 // timedOut says what was still being read when the deadline passed.
-func timedOut(name string, cfg config.Config, late *admit.TimeoutError) string {
+func timedOut(name string, cfg settings.Config, late *admit.TimeoutError) string {
 	return fmt.Sprintf("StreamFusion admission of %s did not finish within %s (STREAMFUSION_ADMISSION_TIMEOUT); still reading: %s", name, cfg.Timeout, strings.Join(late.Reading, ", "))
 }
 
@@ -277,13 +277,13 @@ type process struct {
 // request is what the entrypoint checks: this host, from "/" (rootfs.Host:
 // os.DirFS("/") without its per-file poller calls, each directory looked up
 // once), for the process about to start.
-func request(cfg config.Config, p process) admit.Request {
-	s := settings(cfg)
+func request(cfg settings.Config, p process) admit.Request {
+	s := hostSettings(cfg)
 	s.Role, s.Args = string(p.role), p.args
 	return admit.Request{Root: rootfs.Host(), Settings: s, Progress: &host.Progress{}}
 }
 
-func settings(cfg config.Config) host.Settings {
+func hostSettings(cfg settings.Config) host.Settings {
 	var uts syscall.Utsname
 	arch := ""
 	if err := syscall.Uname(&uts); err == nil {
@@ -303,7 +303,7 @@ func utsString(b []int8) string {
 	return string(s)
 }
 
-func terminate(log zerolog.Logger, cfg config.Config, msg string) {
+func terminate(log zerolog.Logger, cfg settings.Config, msg string) {
 	if err := report.WriteTermination(cfg.TerminationLog, msg); err != nil {
 		log.Debug().Err(err).Str("path", cfg.TerminationLog).Msg("termination message not written")
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/report"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 const usage = `usage: /docker-entrypoint.sh streamfusion COMMAND
@@ -70,7 +70,7 @@ func own(args, env []string, stdout, stderr io.Writer) error {
 // check prints the report of the check a start would make; with
 // writeVerdict, an admitted check writes lib's deep verdict (admit.Bake).
 func check(env []string, asJSON, writeVerdict bool, stdout, stderr io.Writer) error {
-	cfg, err := config.FromEnv(env)
+	cfg, err := settings.FromEnv(env)
 	if err != nil {
 		return &usageError{err}
 	}

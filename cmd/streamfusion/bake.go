@@ -9,8 +9,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/spf13/cobra"
 
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // Official Flink bases by line, for bake without --base.
@@ -132,7 +132,7 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 	opt := image.BakeOptions{BaseName: base, Read: readOptions(c, env)}
 	opt.Read.Deep = o.Deep
 	opt.DeepVerdict = o.Deep // the deep check's verdict and class index go into lib for every start
-	if s, ok := config.Lookup(env, "SOURCE_DATE_EPOCH"); ok && s != "" {
+	if s, ok := settings.Lookup(env, "SOURCE_DATE_EPOCH"); ok && s != "" {
 		if opt.Epoch, err = strconv.ParseInt(s, 10, 64); err != nil || opt.Epoch < 0 {
 			return usagef("SOURCE_DATE_EPOCH=%q is not a non-negative number of seconds", s)
 		}

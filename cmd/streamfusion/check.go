@@ -11,9 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamfusion/image-entrypoint/internal/admit"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/report"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 type checkOptions struct {
@@ -43,18 +43,18 @@ when it would be refused.`,
 // localSettings are the entrypoint's settings for a Flink distribution on
 // this machine: the environment, with FLINK_HOME (and its lib) replaced
 // when one is given.
-func localSettings(env []string, flinkHome string) (config.Config, host.Settings, error) {
+func localSettings(env []string, flinkHome string) (settings.Config, host.Settings, error) {
 	if flinkHome != "" {
 		abs, err := filepath.Abs(flinkHome)
 		if err != nil {
-			return config.Config{}, host.Settings{}, err
+			return settings.Config{}, host.Settings{}, err
 		}
 		info, err := os.Stat(abs)
 		if err != nil {
-			return config.Config{}, host.Settings{}, fmt.Errorf("--flink-home %s: no such directory", flinkHome)
+			return settings.Config{}, host.Settings{}, fmt.Errorf("--flink-home %s: no such directory", flinkHome)
 		}
 		if !info.IsDir() {
-			return config.Config{}, host.Settings{}, usagef("--flink-home %s: not a directory", flinkHome)
+			return settings.Config{}, host.Settings{}, usagef("--flink-home %s: not a directory", flinkHome)
 		}
 		kept := []string{"FLINK_HOME=" + abs}
 		for _, kv := range env {
@@ -64,9 +64,9 @@ func localSettings(env []string, flinkHome string) (config.Config, host.Settings
 		}
 		env = kept
 	}
-	cfg, err := config.FromEnv(env)
+	cfg, err := settings.FromEnv(env)
 	if err != nil {
-		return config.Config{}, host.Settings{}, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return settings.Config{}, host.Settings{}, usagef("%s", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 	return cfg, cfg.HostSettings("linux", host.NormalizeArch(runtime.GOARCH)), nil
 }

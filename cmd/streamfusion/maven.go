@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/maven"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // mavenOptions say where PAYLOAD coordinates are resolved.
@@ -27,7 +27,7 @@ func (m *mavenOptions) bind(c *cobra.Command) {
 
 // resolver builds the Maven resolver of the options and the environment.
 func (m *mavenOptions) resolver(env []string) (*maven.Resolver, error) {
-	home, ok := config.Lookup(env, "HOME")
+	home, ok := settings.Lookup(env, "HOME")
 	if !ok || home == "" {
 		var err error
 		if home, err = os.UserHomeDir(); err != nil {
@@ -38,7 +38,7 @@ func (m *mavenOptions) resolver(env []string) (*maven.Resolver, error) {
 	if file == "" {
 		file, optional = filepath.Join(home, ".m2", "settings.xml"), true
 	}
-	getenv := func(k string) string { v, _ := config.Lookup(env, k); return v }
+	getenv := func(k string) string { v, _ := settings.Lookup(env, k); return v }
 	s, err := maven.ReadSettings(file, optional, getenv, home)
 	if err != nil {
 		return nil, err

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // resolved is one PAYLOAD argument, read.
@@ -83,4 +83,4 @@ func describeID(id *admission.Identity) string {
 	return id.String()
 }
 
-func lookupEnv(env []string, key string) (string, bool) { return config.Lookup(env, key) }
+func lookupEnv(env []string, key string) (string, bool) { return settings.Lookup(env, key) }

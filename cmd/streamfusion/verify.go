@@ -9,10 +9,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/streamfusion/image-entrypoint/internal/admit"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
 	"github.com/streamfusion/image-entrypoint/internal/report"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // remoteOptions are the registry options of every command; tests point them
@@ -125,7 +125,7 @@ func (o *verifyOptions) run(c *cobra.Command, ref string) error {
 // stderr (a line per layer on a terminal, plain lines otherwise).
 func readOptions(c *cobra.Command, env []string) image.VerifyOptions {
 	o := image.VerifyOptions{Progress: image.ProgressPrinter(c.ErrOrStderr())}
-	if v, _ := config.Lookup(env, "STREAMFUSION_NO_CACHE"); v == "" {
+	if v, _ := settings.Lookup(env, "STREAMFUSION_NO_CACHE"); v == "" {
 		o.Cache, _ = layercache.Default()
 	}
 	return o

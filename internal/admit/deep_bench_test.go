@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // BenchmarkDeepCheck is the deep check (shadowing and linkage) of
@@ -22,7 +22,7 @@ func BenchmarkDeepCheck(b *testing.B) {
 	if home == "" {
 		b.Skip("STREAMFUSION_LINKAGE_BENCH_HOME names no Flink home (make bench-linkage writes one)")
 	}
-	cfg, err := config.FromEnv([]string{"FLINK_HOME=" + home, "PATH=" + os.Getenv("PATH")})
+	cfg, err := settings.FromEnv([]string{"FLINK_HOME=" + home, "PATH=" + os.Getenv("PATH")})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,18 +26,18 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/baked"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // The layout every StreamFusion image has; the Dockerfile lays out the same
 // paths (a test holds the two together).
 const (
 	EntrypointPath = "/docker-entrypoint.sh"
-	OriginalPath   = config.DefaultOriginal // Flink's own script, moved aside
+	OriginalPath   = settings.DefaultOriginal // Flink's own script, moved aside
 	EntrypointMode = 0o555
 	PayloadMode    = 0o644
 )
@@ -105,7 +105,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err := checkMachine(opt.Entrypoint, cfg.Architecture); err != nil {
 		return nil, nil, err
 	}
-	c, err := config.FromEnv(cfg.Config.Env)
+	c, err := settings.FromEnv(cfg.Config.Env)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -143,7 +143,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err != nil {
 		return nil, nil, err
 	}
-	bc, err := config.FromEnv(bakedCfg.Config.Env)
+	bc, err := settings.FromEnv(bakedCfg.Config.Env)
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w: %w", ErrConfig, err)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -38,7 +38,7 @@ func TestBakeWritesTheDeepVerdict(t *testing.T) {
 		require.NoError(t, err)
 		cfg, err := img.ConfigFile()
 		require.NoError(t, err)
-		c, err := config.FromEnv(cfg.Config.Env)
+		c, err := settings.FromEnv(cfg.Config.Env)
 		require.NoError(t, err)
 		f, err := host.Gather(context.Background(), fsys, c.HostSettings(cfg.OS, cfg.Architecture), nil)
 		require.NoError(t, err)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -117,9 +117,9 @@ func TestCacheIsNeverTrustedAcrossVersions(t *testing.T) {
 	assert.JSONEq(t, asJSON(t, want.Facts), asJSON(t, got.Facts))
 }
 
-func mustConfig(t *testing.T, env []string) config.Config {
+func mustConfig(t *testing.T, env []string) settings.Config {
 	t.Helper()
-	c, err := config.FromEnv(env)
+	c, err := settings.FromEnv(env)
 	require.NoError(t, err)
 	return c
 }

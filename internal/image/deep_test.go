@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -87,7 +87,7 @@ func wholeDeep(t *testing.T, img v1.Image) []string {
 	t.Helper()
 	cfg, err := img.ConfigFile()
 	require.NoError(t, err)
-	c, err := config.FromEnv(cfg.Config.Env)
+	c, err := settings.FromEnv(cfg.Config.Env)
 	require.NoError(t, err)
 	fsys, err := imagekit.Files(img)
 	require.NoError(t, err)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // The deep result cache. A deep check of an image ends in a decision
@@ -322,7 +322,7 @@ func (dc *deepCache) get() (findings []admission.Finding, ok bool) {
 // that part. Nothing is stored when the part does not give res back
 // (deepPart) or passes the bounds; a cache that cannot be written only
 // costs time, as for the layer facts.
-func (dc *deepCache) put(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view, res *Result, more ...admit.Rule) {
+func (dc *deepCache) put(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *view, res *Result, more ...admit.Rule) {
 	if dc == nil {
 		return
 	}
@@ -341,7 +341,7 @@ func (dc *deepCache) put(ctx context.Context, cfg *v1.ConfigFile, c config.Confi
 
 // decideCached decides on view v of the image cfg describes as a deep
 // check would, the deep findings from the cache.
-func decideCached(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view, findings []admission.Finding) (*Result, error) {
+func decideCached(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *view, findings []admission.Finding) (*Result, error) {
 	res, err := decide(ctx, cfg, c, v, nil)
 	if err != nil {
 		return nil, err

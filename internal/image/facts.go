@@ -21,8 +21,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
 
@@ -157,7 +157,7 @@ type selection struct {
 	libDirs map[string]bool // directories whose libraries are kept
 }
 
-func newSelection(c config.Config, arch string) *selection {
+func newSelection(c settings.Config, arch string) *selection {
 	rel := func(p string) string { return strings.TrimPrefix(path.Clean("/"+p), "/") + "/" }
 	native, libDirs := nativeSelection(c, arch)
 	return &selection{

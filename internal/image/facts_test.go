@@ -21,10 +21,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -55,7 +55,7 @@ func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	t.Helper()
 	cfg, err := img.ConfigFile()
 	require.NoError(t, err)
-	c, err := config.FromEnv(cfg.Config.Env)
+	c, err := settings.FromEnv(cfg.Config.Env)
 	require.NoError(t, err)
 	fsys, err := imagekit.Files(img)
 	require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestScanChecksTheDiffID(t *testing.T) {
 	tw := tar.NewWriter(&buf)
 	require.NoError(t, tw.WriteHeader(&tar.Header{Name: "etc/x", Typeflag: tar.TypeReg, Mode: 0o644}))
 	require.NoError(t, tw.Close())
-	s := &scanner{sel: newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"}, "")}
+	s := &scanner{sel: newSelection(settings.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"}, "")}
 	_, err := s.scan(bytes.NewReader(buf.Bytes()), "sha256:"+string(bytes.Repeat([]byte("0"), 64)))
 	require.ErrorIs(t, err, ErrLayer)
 	assert.Contains(t, err.Error(), "its config says sha256:000")
@@ -230,7 +230,7 @@ func FuzzScanLayer(f *testing.F) {
 	f.Add(buf.Bytes())
 	f.Add(rawTar(f, &tar.Header{Name: "opt/flink/lib", Typeflag: tar.TypeSymlink, Linkname: "/opt/flink/lib/x"},
 		&tar.Header{Name: "a", Typeflag: tar.TypeSymlink, Linkname: "b"}, &tar.Header{Name: "b", Typeflag: tar.TypeSymlink, Linkname: "/a"}))
-	sel := newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal}, "")
+	sel := newSelection(settings.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: settings.DefaultOriginal}, "")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := &scanner{sel: sel, tempDir: t.TempDir()}
 		defer s.close()
@@ -280,7 +280,7 @@ func TestScanHashesThePaddingAfterTheArchive(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, len(data)%10240, "GNU tar pads to 10 KiB records")
 	sum := sha256.Sum256(data)
-	s := &scanner{sel: newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"}, "")}
+	s := &scanner{sel: newSelection(settings.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"}, "")}
 	_, err = s.scan(bytes.NewReader(data), "sha256:"+hex.EncodeToString(sum[:]))
 	require.NoError(t, err)
 }

@@ -11,8 +11,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // The guard: payloads in lib are checked only when something checks them.
@@ -56,7 +56,7 @@ func CheckEntrypoint(bin []byte) error {
 const bakeFix = "bake the image: streamfusion bake --base IMAGE --payload ... (it installs the entrypoint at /docker-entrypoint.sh and keeps Flink's script at " + OriginalPath + ")"
 
 // Guard returns the findings of the guard rules on a flattened image.
-func Guard(fsys fs.FS, cf *v1.ConfigFile, c config.Config) []admission.Finding {
+func Guard(fsys fs.FS, cf *v1.ConfigFile, c settings.Config) []admission.Finding {
 	var out []admission.Finding
 	ep := strings.TrimPrefix(EntrypointPath, "/")
 	finding := func(rule, found, required string) {
@@ -113,7 +113,7 @@ func reaches(fsys fs.FS, env []string, workDir string, argv []string) bool {
 	if err != nil || !info.Mode().IsRegular() {
 		return len(argv) > 0 && path.Clean(argv[0]) == EntrypointPath // judged by the entrypoint rule
 	}
-	pathVar, _ := config.Lookup(env, "PATH")
+	pathVar, _ := settings.Lookup(env, "PATH")
 	for range maxWrappers {
 		if len(argv) == 0 {
 			return false

@@ -13,12 +13,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
 
-var flinkSel = newSelection(config.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: config.DefaultOriginal}, "")
+var flinkSel = newSelection(settings.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: settings.DefaultOriginal}, "")
 
 // mergedView reads the layers of img into facts and merges them, as
 // Verify and Bake do.

@@ -8,9 +8,9 @@ import (
 	"path"
 	"strings"
 
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // What the native-* rules need of an image besides its payloads' ELF
@@ -35,7 +35,7 @@ type libFacts struct {
 // usual ld.so.conf directories, and the JDK's. Directories that only an
 // image's own ld.so.conf names are not kept (a library there is reported
 // missing; the docs say so).
-func nativeSelection(c config.Config, arch string) (string, map[string]bool) {
+func nativeSelection(c settings.Config, arch string) (string, map[string]bool) {
 	arch = host.NormalizeArch(arch)
 	if arch == "" {
 		return "", nil

@@ -17,7 +17,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
-	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // Source is an image or an index, as a reference names it.
@@ -178,7 +178,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 	if err != nil {
 		return nil, fmt.Errorf("read image config: %w", err)
 	}
-	c, err := config.FromEnv(cfg.Config.Env)
+	c, err := settings.FromEnv(cfg.Config.Env)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -219,7 +219,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 }
 
 // deepWanted says whether the check of an image with settings c is deep.
-func (o VerifyOptions) deepWanted(c config.Config) bool {
+func (o VerifyOptions) deepWanted(c settings.Config) bool {
 	return o.Deep || len(o.JobJARs) > 0 || c.Linkage
 }
 
@@ -246,7 +246,7 @@ func (o VerifyOptions) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFil
 // decide runs the entrypoint's own check on a merged view, with the
 // image guard as the image's own rule; with d, the deep check too, on
 // the JARs' bytes d holds.
-func decide(ctx context.Context, cfg *v1.ConfigFile, c config.Config, v *view, d *deepFS, more ...admit.Rule) (*Result, error) {
+func decide(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *view, d *deepFS, more ...admit.Rule) (*Result, error) {
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
 	s.ReadJAR = v.readJAR
 	s.ReadLibVersions = v.readLibVersions

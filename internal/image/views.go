@@ -10,7 +10,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/streamfusion/image-entrypoint/internal/config"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
 // Views keeps, for a few image digests, what the deep check reads of an
@@ -67,7 +67,7 @@ type kept struct {
 
 	err   error
 	cfg   *v1.ConfigFile
-	c     config.Config
+	c     settings.Config
 	v     *view
 	d     *deepFS
 	keep  *keeper
@@ -221,7 +221,7 @@ func (o VerifyOptions) prepare(ctx context.Context, img v1.Image, k *kept) error
 	if err != nil {
 		return fmt.Errorf("read image config: %w", err)
 	}
-	c, err := config.FromEnv(cfg.Config.Env)
+	c, err := settings.FromEnv(cfg.Config.Env)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}

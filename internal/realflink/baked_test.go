@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/config"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -22,7 +22,7 @@ import (
 // at start (the image's settings; deep: STREAMFUSION_LINKAGE=true).
 func startOf(t *testing.T, fsys fstest.MapFS, env []string, deep bool) (*admission.Facts, *admission.Decision) {
 	t.Helper()
-	c, err := config.FromEnv(env)
+	c, err := settings.FromEnv(env)
 	require.NoError(t, err)
 	c.Linkage = deep
 	s := c.HostSettings("linux", "x86_64")

@@ -1,7 +1,7 @@
-// Package config turns the environment into the entrypoint's settings. It
+// Package settings turns the environment into the entrypoint's settings. It
 // is a pure function of the environment it is given: only main reads the
 // process environment, once.
-package config
+package settings
 
 import (
 	"errors"
