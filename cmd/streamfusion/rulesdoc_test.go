@@ -2,9 +2,14 @@ package main
 
 import (
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -13,8 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/image"
-	"github.com/streamfusion/image-entrypoint/internal/install"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 )
 
@@ -24,7 +27,7 @@ import (
 func TestRulesDocIsCurrent(t *testing.T) {
 	const doc = "../../docs/rules.md"
 	var want bytes.Buffer
-	require.NoError(t, report.RulesDoc(&want, admission.Catalogue(), append(append([]admission.Rule(nil), image.GuardRules...), install.Rules...)))
+	require.NoError(t, report.RulesDoc(&want, admission.Catalogue(), hostRules()))
 	if os.Getenv("STREAMFUSION_UPDATE_RULES_DOC") == "1" {
 		require.NoError(t, os.WriteFile(doc, want.Bytes(), 0o644))
 	}
@@ -105,4 +108,63 @@ func anchors(md string) []string {
 		out = append(out, b.String())
 	}
 	return out
+}
+
+// Every rule ID the product's code can put into a finding is in the
+// catalogue: the string constants named Rule* and the string literals
+// given as a Rule field, in every non-test file of cmd/ and internal/ (the
+// entrypoint's own rules are in it by construction). Each ID is in it
+// once, with a tier.
+func TestEveryEmittedRuleIsCatalogued(t *testing.T) {
+	known := map[string]bool{}
+	for _, r := range catalogue() {
+		assert.False(t, known[r.ID], "%s is in the catalogue twice", r.ID)
+		known[r.ID] = true
+		assert.NotEmpty(t, r.Tier, r.ID)
+		assert.NotEmpty(t, r.Doc, r.ID)
+	}
+	emitted := map[string]string{} // ID -> where
+	fset := token.NewFileSet()
+	for _, dir := range []string{"../../cmd", "../../internal"} {
+		require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || strings.Contains(p, "testdata") || strings.Contains(p, "testkit") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, p, nil, 0)
+			if err != nil {
+				return err
+			}
+			lit := func(e ast.Expr) (string, bool) {
+				if b, ok := e.(*ast.BasicLit); ok && b.Kind == token.STRING {
+					s, err := strconv.Unquote(b.Value)
+					return s, err == nil
+				}
+				return "", false
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.ValueSpec:
+					for i, name := range n.Names {
+						if i < len(n.Values) && strings.HasPrefix(name.Name, "Rule") && len(name.Name) > 4 && unicode.IsUpper(rune(name.Name[4])) {
+							if s, ok := lit(n.Values[i]); ok {
+								emitted[s] = fset.Position(name.Pos()).String()
+							}
+						}
+					}
+				case *ast.KeyValueExpr:
+					if k, ok := n.Key.(*ast.Ident); ok && k.Name == "Rule" {
+						if s, ok := lit(n.Value); ok {
+							emitted[s] = fset.Position(n.Pos()).String()
+						}
+					}
+				}
+				return true
+			})
+			return nil
+		}))
+	}
+	require.Greater(t, len(emitted), 15, "the scan found the rule constants")
+	for id, where := range emitted {
+		assert.True(t, known[id], "%s (%s) is emitted but not in the rule catalogue", id, where)
+	}
 }

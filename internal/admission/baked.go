@@ -9,14 +9,12 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
-// DeepRules are the IDs of the rules a deep verdict holds the findings of.
-var DeepRules = []string{"classpath-shadowed", "linkage-class", "linkage-method", "linkage-field", "bytecode-version"}
-
-// IsDeepRule says whether findings of rule id belong to a deep verdict.
+// IsDeepRule says whether findings of rule id belong to a deep verdict
+// (the rule's Baked).
 func IsDeepRule(id string) bool {
-	for _, r := range DeepRules {
-		if r == id {
-			return true
+	for _, r := range Rules {
+		if r.ID == id {
+			return r.Baked
 		}
 	}
 	return false

@@ -11,82 +11,111 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
-// Rule is one named check. Rules are data: the table below is the rule
-// catalogue that `streamfusion rules` prints and the README is made from.
+// Rule is one named check. Rules are data: the table below is the
+// entrypoint's part of the rule catalogue, which `streamfusion rules`
+// prints and docs/rules.md is generated from; the host CLI's packages
+// (image, install, deploy, webhook) add theirs, of their own tiers.
 type Rule struct {
 	ID       string
-	Severity Severity
-	Doc      string
-	check    func(*view) []Finding
+	Severity Severity // the most a finding of it is; some also warn (Doc says when)
+	Tier     Tier
+	// Baked: a deep verdict (internal/baked) keeps its findings, and a
+	// start with the verdict applies them instead of judging lib again.
+	Baked bool
+	Doc   string
+	check func(*view) []Finding
 }
 
+// Tier is where a rule is judged.
+type Tier string
+
+const (
+	// TierStart rules are judged at every start, by `streamfusion check`,
+	// verify, bake and install: manifests, the host, the configuration.
+	TierStart Tier = "start"
+	// TierDeep rules read class files or native libraries: judged by the
+	// host CLI's check, verify and bake and the webhook, and at start with
+	// a baked verdict or STREAMFUSION_LINKAGE=true.
+	TierDeep Tier = "deep"
+	// TierImage rules judge an image as a whole (verify's guard).
+	TierImage Tier = "image"
+	// TierInstall rules judge an install's plan.
+	TierInstall Tier = "install"
+	// TierDeployment rules judge the images of one cluster together
+	// (deployments, the webhook, audit).
+	TierDeployment Tier = "deployment"
+	// TierWebhook rules are a review's own (a session job's target and
+	// JAR, an image that could not be judged).
+	TierWebhook Tier = "webhook"
+)
+
 // libRule is checked before all others: without lib nothing else is known.
-var libRule = Rule{"host-lib", Error, "Flink's lib directory is missing or cannot be listed.", nil}
+var libRule = Rule{ID: "host-lib", Severity: Error, Tier: TierStart, Doc: "Flink's lib directory is missing or cannot be listed."}
 
 // Catalogue returns every rule, host-lib first.
 func Catalogue() []Rule { return append([]Rule{libRule}, Rules...) }
 
 // Rules is the rule table, in the order findings are reported.
 var Rules = []Rule{
-	{"install-interrupted", Error, "An install into lib has not finished (it was killed, or the machine went down, or it is running): lib holds a state nobody chose.", installInterrupted},
-	{"host-planner-missing", Error, "lib holds no Flink planner JAR (flink-table-planner-loader-*.jar or flink-table-planner_2.1x-*.jar).", plannerMissing},
-	{"host-planner-both", Error, "lib holds both the planner loader and the flink-table-planner_2.1x JAR.", plannerBoth},
-	{"host-planner-several", Error, "lib holds more than one planner JAR of the same kind.", plannerSeveral},
-	{"host-planner-unversioned", Error, "The planner JAR's manifest has no Implementation-Version.", plannerUnversioned},
-	{"host-planner-abi", Error, "The planner's Flink release is not in the support matrix: its planner ABI is unknown.", plannerABI},
-	{"host-dist-missing", Error, "lib holds no flink-dist*.jar.", distMissing},
-	{"host-dist-duplicate", Error, "lib holds more than one flink-dist*.jar.", distDuplicate},
-	{"host-dist-unversioned", Error, "flink-dist carries neither .flink-runtime.version.properties project.version nor Implementation-Version.", distUnversioned},
-	{"host-dist-mixed", Error, "flink-dist and the planner come from different Flink releases.", distMixed},
-	{"host-jdk-missing", Error, "No JDK found: neither $JAVA_HOME/release nor a java on PATH with a release file beside it.", jdkMissing},
-	{"host-jdk-unparseable", Error, "The JDK release file's JAVA_VERSION cannot be read.", jdkUnparseable},
-	{"host-jdk-unsupported", Error, "The JDK's major version is not one StreamFusion supports (11 or 17).", jdkUnsupported},
-	{"host-platform", Error, "A payload with native libraries has none for the host platform (StreamFusion-Native-Platforms).", hostPlatform},
-	{"host-libc", Error, "A payload with native libraries runs on a host whose libc is musl or unknown; the libraries need glibc.", hostLibc},
-	{"native-unreadable", Error, "A native library of a payload for the host's platform is not an ELF object the loader can map (a warning when it is beyond what the check reads). Checked by the CLI, the webhook and `streamfusion check`, at start only with STREAMFUSION_LINKAGE=true.", nativeUnreadable},
-	{"native-machine", Error, "A native library of a payload for the host's platform is built for another machine (e_machine, class, byte order) than the host's.", nativeMachine},
-	{"native-static-tls", Error, "A native library needs a static TLS block (DF_STATIC_TLS, or a PT_TLS segment with initial-exec relocations): StreamFusion's release validation rejects it, and a late dlopen fails once glibc's surplus static TLS is used up.", nativeStaticTLS},
-	{"native-symbol-version", Error, "A native library needs a symbol version (GLIBC_x.y, GLIBCXX_x.y.z, CXXABI_x.y) that the library of the root filesystem it comes from does not define.", nativeSymbolVersion},
-	{"native-needed", Error, "A native library needs a library (DT_NEEDED) that is neither in the loader's search path of the root filesystem, nor the JDK's, nor in the payload.", nativeNeeded},
-	{"loader-missing", Error, "lib holds no StreamFusion loader payload.", loaderMissing},
-	{"loader-duplicate", Error, "lib holds more than one StreamFusion loader payload.", loaderDuplicate},
-	{"loader-embedded-missing", Error, "The loader declares no embedded core, or the entry it names is absent.", embeddedMissing},
-	{"loader-embedded-unreadable", Error, "The loader's embedded core is not a readable JAR.", embeddedUnreadable},
-	{"loader-embedded-mismatch", Error, "The embedded core differs from the loader in line, version or module identity.", embeddedMismatch},
-	{"core-missing", Error, "lib holds no StreamFusion runtime core payload.", coreMissing},
-	{"core-duplicate", Error, "lib holds more than one StreamFusion runtime core payload.", coreDuplicate},
-	{"core-mismatch", Error, "The runtime core differs from the loader in line or version.", coreMismatch},
-	{"core-build-mismatch", Error, "The runtime core and the loader's embedded core come from different builds (Build-Id).", coreBuild},
-	{"payload-unversioned", Error, "A JAR holds StreamFusion content but no StreamFusion-Payload marker.", payloadUnversioned},
-	{"payload-malformed", Error, "A payload's StreamFusion attributes are missing or malformed.", payloadMalformed},
-	{"payload-identity", Error, "A payload's group, artifactId, module and kind do not fit together.", payloadIdentity},
-	{"payload-line", Error, "A payload is built for another Flink line than the host's.", payloadLine},
-	{"payload-version", Error, "A payload's release differs from the loader's.", payloadVersion},
-	{"payload-jdk", Error, "A payload needs a newer JDK than the host's (Java-Release, Java-Runtime).", payloadJDK},
-	{"payload-duplicate-module", Error, "The same StreamFusion module is installed more than once (a renamed copy, for example).", payloadDuplicate},
-	{"layout-usrlib", Error, "A job JAR in usrlib bundles StreamFusion content.", layoutUsrlib},
-	{"layout-logging", Error, "A StreamFusion payload bundles logging API classes (org/slf4j/).", layoutLogging},
-	{"layout-paimon-order", Error, "streamfusion-paimon comes after a paimon-flink-* JAR on the classpath; Paimon takes the first format factory it finds.", layoutPaimon},
-	{"stock-line", Error, "A stock connector or integration is built for another Flink line: an error when the major differs or a payload's StreamFusion-Stock-Requires names it, a warning otherwise.", stockLine},
-	{"stock-release", Error, "An in-tree Flink module (flink-json, flink-avro, ...) is of another Flink release than the host's: an error for another minor, a warning for another patch.", stockRelease},
-	{"stock-duplicate", Error, "The same stock connector, module or integration is in lib more than once, whatever the versions.", stockDuplicate},
-	{"layout-unreadable-jar", Error, "A *.jar is not a regular file or not a readable ZIP archive, or a directory below lib cannot be listed.", layoutUnreadable},
-	{"config-file-line", Error, "Flink fails at start on its config: the conf directory holds only the other line's file (flink-conf.yaml for a 2.x release, config.yaml for 1.18), or Flink cannot load the file (YAML syntax, a duplicate key, a key without a value, more than 50 aliases to collections), or the file is beyond what the reader reads (1 MiB, 20,000 keys, 64 levels, aliases expanding to 100,000 values).", configFileLine},
-	{"line-experimental", Warning, "The host runs the experimental Flink 1.18 line.", lineExperimental},
-	{"requires-missing", Warning, "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", requiresMissing},
-	{"stock-requires-missing", Warning, "No JAR of the host's Flink line in lib satisfies a prefix of StreamFusion-Stock-Requires.", stockMissing},
-	{"classpath-shadowed", Error, "Two JARs hold the same class with different contents and the class loader takes one (lib in classpath order, usrlib child-first, lib's copy where a parent-first pattern applies; one finding per pair of JARs naming every hidden class); an error when the host's own code (flink-dist, the planner, the host's modules) then fails: Flink's own classes of a JAR built for another line win over the host's, or a member the host's copy declares does not resolve in the winning copy (or it cannot be read); a warning otherwise (the other JARs' uses are the linkage rules' to judge). Checked by the CLI and `streamfusion check`, at start only with STREAMFUSION_LINKAGE=true.", classpathShadowed},
-	{"linkage-class", Error, "A class reachable from a JAR's entry points uses a class that does not load on the host's classpath (missing, or a supertype missing). An error for StreamFusion payloads, the stock JARs they require and usrlib job JARs, and for any JAR whose code needs a class the host's own Flink lacks in a package it provides (a JAR built for another Flink release, named where its identity says); a class of a library nothing on the classpath provides is a warning, an error only for a payload or a stock JAR a payload requires whose own classes are built on it.", linkageClass},
-	{"linkage-method", Error, "A class reachable from a JAR's entry points calls a method the host's classes do not have (JVMS 5.4.3.3-4). An error when the owner is the host's own Flink's (relocated libraries aside) or as linkage-class.", linkageMethod},
-	{"linkage-field", Error, "A class reachable from a JAR's entry points uses a field the host's classes do not have (JVMS 5.4.3.2). Severity as linkage-method.", linkageField},
-	{"deep-verdict-unreadable", Warning, "The image's baked deep verdict (lib/.streamfusion-deep-verdict, written by bake or check --write-verdict) is damaged, truncated, or of another format or rule catalogue; the start checks shadowing and linkage in full instead.", deepVerdictUnreadable},
-	{"bytecode-version", Error, "A class reachable from a JAR's entry points is compiled for a newer Java than the host JDK's. Severity as linkage-class.", bytecodeVersion},
-	{"layout-planner-bundled", Error, "A job JAR in usrlib, or a lib JAR other than the planner's own, bundles Flink's table planner (classes under org.apache.flink.table.planner.codegen): a second planner beside the host's, which does not fix a codegen linkage failure on TaskManagers (mismatched compiler and runtime payloads). Deep check only.", plannerBundled},
-	{"config-key-conflict", Warning, "A key and its deprecated key are both set, to different values: Flink uses the key and ignores the deprecated one.", configKeyConflict},
-	{"config-unknown-key", Warning, "A key the host's Flink does not read: a near name of a key it knows, or a key an other release had.", configUnknownKey},
-	{"config-taskmanager-flags", Warning, "A TaskManager's JVM options lack the Arrow options StreamFusion needs (-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false).", configTaskManagerFlags},
-	{"config-env", Warning, "GLIBC_TUNABLES sets glibc.rtld.optional_static_tls above 24576: glibc takes it out of every thread's stack and the JVM hangs or dies of SIGSEGV at its first subprocess (docs/glibc-tunables.md).", configEnv},
-	{"plugins-payload", Warning, "A StreamFusion payload sits in plugins/, where it loads in isolation and never accelerates.", pluginsPayload},
+	{ID: "install-interrupted", Severity: Error, Tier: TierStart, Doc: "An install into lib has not finished (it was killed, or the machine went down, or it is running): lib holds a state nobody chose.", check: installInterrupted},
+	{ID: "host-planner-missing", Severity: Error, Tier: TierStart, Doc: "lib holds no Flink planner JAR (flink-table-planner-loader-*.jar or flink-table-planner_2.1x-*.jar).", check: plannerMissing},
+	{ID: "host-planner-both", Severity: Error, Tier: TierStart, Doc: "lib holds both the planner loader and the flink-table-planner_2.1x JAR.", check: plannerBoth},
+	{ID: "host-planner-several", Severity: Error, Tier: TierStart, Doc: "lib holds more than one planner JAR of the same kind.", check: plannerSeveral},
+	{ID: "host-planner-unversioned", Severity: Error, Tier: TierStart, Doc: "The planner JAR's manifest has no Implementation-Version.", check: plannerUnversioned},
+	{ID: "host-planner-abi", Severity: Error, Tier: TierStart, Doc: "The planner's Flink release is not in the support matrix: its planner ABI is unknown.", check: plannerABI},
+	{ID: "host-dist-missing", Severity: Error, Tier: TierStart, Doc: "lib holds no flink-dist*.jar.", check: distMissing},
+	{ID: "host-dist-duplicate", Severity: Error, Tier: TierStart, Doc: "lib holds more than one flink-dist*.jar.", check: distDuplicate},
+	{ID: "host-dist-unversioned", Severity: Error, Tier: TierStart, Doc: "flink-dist carries neither .flink-runtime.version.properties project.version nor Implementation-Version.", check: distUnversioned},
+	{ID: "host-dist-mixed", Severity: Error, Tier: TierStart, Doc: "flink-dist and the planner come from different Flink releases.", check: distMixed},
+	{ID: "host-jdk-missing", Severity: Error, Tier: TierStart, Doc: "No JDK found: neither $JAVA_HOME/release nor a java on PATH with a release file beside it.", check: jdkMissing},
+	{ID: "host-jdk-unparseable", Severity: Error, Tier: TierStart, Doc: "The JDK release file's JAVA_VERSION cannot be read.", check: jdkUnparseable},
+	{ID: "host-jdk-unsupported", Severity: Error, Tier: TierStart, Doc: "The JDK's major version is not one StreamFusion supports (11 or 17).", check: jdkUnsupported},
+	{ID: "host-platform", Severity: Error, Tier: TierStart, Doc: "A payload with native libraries has none for the host platform (StreamFusion-Native-Platforms).", check: hostPlatform},
+	{ID: "host-libc", Severity: Error, Tier: TierStart, Doc: "A payload with native libraries runs on a host whose libc is musl or unknown; the libraries need glibc.", check: hostLibc},
+	{ID: "native-unreadable", Severity: Error, Tier: TierDeep, Doc: "A native library of a payload for the host's platform is not an ELF object the loader can map (a warning when it is beyond what the check reads). Checked by the CLI, the webhook and `streamfusion check`, at start only with STREAMFUSION_LINKAGE=true.", check: nativeUnreadable},
+	{ID: "native-machine", Severity: Error, Tier: TierDeep, Doc: "A native library of a payload for the host's platform is built for another machine (e_machine, class, byte order) than the host's.", check: nativeMachine},
+	{ID: "native-static-tls", Severity: Error, Tier: TierDeep, Doc: "A native library needs a static TLS block (DF_STATIC_TLS, or a PT_TLS segment with initial-exec relocations): StreamFusion's release validation rejects it, and a late dlopen fails once glibc's surplus static TLS is used up.", check: nativeStaticTLS},
+	{ID: "native-symbol-version", Severity: Error, Tier: TierDeep, Doc: "A native library needs a symbol version (GLIBC_x.y, GLIBCXX_x.y.z, CXXABI_x.y) that the library of the root filesystem it comes from does not define.", check: nativeSymbolVersion},
+	{ID: "native-needed", Severity: Error, Tier: TierDeep, Doc: "A native library needs a library (DT_NEEDED) that is neither in the loader's search path of the root filesystem, nor the JDK's, nor in the payload.", check: nativeNeeded},
+	{ID: "loader-missing", Severity: Error, Tier: TierStart, Doc: "lib holds no StreamFusion loader payload.", check: loaderMissing},
+	{ID: "loader-duplicate", Severity: Error, Tier: TierStart, Doc: "lib holds more than one StreamFusion loader payload.", check: loaderDuplicate},
+	{ID: "loader-embedded-missing", Severity: Error, Tier: TierStart, Doc: "The loader declares no embedded core, or the entry it names is absent.", check: embeddedMissing},
+	{ID: "loader-embedded-unreadable", Severity: Error, Tier: TierStart, Doc: "The loader's embedded core is not a readable JAR.", check: embeddedUnreadable},
+	{ID: "loader-embedded-mismatch", Severity: Error, Tier: TierStart, Doc: "The embedded core differs from the loader in line, version or module identity.", check: embeddedMismatch},
+	{ID: "core-missing", Severity: Error, Tier: TierStart, Doc: "lib holds no StreamFusion runtime core payload.", check: coreMissing},
+	{ID: "core-duplicate", Severity: Error, Tier: TierStart, Doc: "lib holds more than one StreamFusion runtime core payload.", check: coreDuplicate},
+	{ID: "core-mismatch", Severity: Error, Tier: TierStart, Doc: "The runtime core differs from the loader in line or version.", check: coreMismatch},
+	{ID: "core-build-mismatch", Severity: Error, Tier: TierStart, Doc: "The runtime core and the loader's embedded core come from different builds (Build-Id).", check: coreBuild},
+	{ID: "payload-unversioned", Severity: Error, Tier: TierStart, Doc: "A JAR holds StreamFusion content but no StreamFusion-Payload marker.", check: payloadUnversioned},
+	{ID: "payload-malformed", Severity: Error, Tier: TierStart, Doc: "A payload's StreamFusion attributes are missing or malformed.", check: payloadMalformed},
+	{ID: "payload-identity", Severity: Error, Tier: TierStart, Doc: "A payload's group, artifactId, module and kind do not fit together.", check: payloadIdentity},
+	{ID: "payload-line", Severity: Error, Tier: TierStart, Doc: "A payload is built for another Flink line than the host's.", check: payloadLine},
+	{ID: "payload-version", Severity: Error, Tier: TierStart, Doc: "A payload's release differs from the loader's.", check: payloadVersion},
+	{ID: "payload-jdk", Severity: Error, Tier: TierStart, Doc: "A payload needs a newer JDK than the host's (Java-Release, Java-Runtime).", check: payloadJDK},
+	{ID: "payload-duplicate-module", Severity: Error, Tier: TierStart, Doc: "The same StreamFusion module is installed more than once (a renamed copy, for example).", check: payloadDuplicate},
+	{ID: "layout-usrlib", Severity: Error, Tier: TierStart, Doc: "A job JAR in usrlib bundles StreamFusion content.", check: layoutUsrlib},
+	{ID: "layout-logging", Severity: Error, Tier: TierStart, Doc: "A StreamFusion payload bundles logging API classes (org/slf4j/).", check: layoutLogging},
+	{ID: "layout-paimon-order", Severity: Error, Tier: TierStart, Doc: "streamfusion-paimon comes after a paimon-flink-* JAR on the classpath; Paimon takes the first format factory it finds.", check: layoutPaimon},
+	{ID: "stock-line", Severity: Error, Tier: TierStart, Doc: "A stock connector or integration is built for another Flink line: an error when the major differs or a payload's StreamFusion-Stock-Requires names it, a warning otherwise.", check: stockLine},
+	{ID: "stock-release", Severity: Error, Tier: TierStart, Doc: "An in-tree Flink module (flink-json, flink-avro, ...) is of another Flink release than the host's: an error for another minor, a warning for another patch.", check: stockRelease},
+	{ID: "stock-duplicate", Severity: Error, Tier: TierStart, Doc: "The same stock connector, module or integration is in lib more than once, whatever the versions.", check: stockDuplicate},
+	{ID: "layout-unreadable-jar", Severity: Error, Tier: TierStart, Doc: "A *.jar is not a regular file or not a readable ZIP archive, or a directory below lib cannot be listed.", check: layoutUnreadable},
+	{ID: "config-file-line", Severity: Error, Tier: TierStart, Doc: "Flink fails at start on its config: the conf directory holds only the other line's file (flink-conf.yaml for a 2.x release, config.yaml for 1.18), or Flink cannot load the file (YAML syntax, a duplicate key, a key without a value, more than 50 aliases to collections), or the file is beyond what the reader reads (1 MiB, 20,000 keys, 64 levels, aliases expanding to 100,000 values).", check: configFileLine},
+	{ID: "line-experimental", Severity: Warning, Tier: TierStart, Doc: "The host runs the experimental Flink 1.18 line.", check: lineExperimental},
+	{ID: "requires-missing", Severity: Warning, Tier: TierStart, Doc: "A module named in StreamFusion-Requires is not installed; the planner falls back to stock Flink.", check: requiresMissing},
+	{ID: "stock-requires-missing", Severity: Warning, Tier: TierStart, Doc: "No JAR of the host's Flink line in lib satisfies a prefix of StreamFusion-Stock-Requires.", check: stockMissing},
+	{ID: "classpath-shadowed", Severity: Error, Tier: TierDeep, Baked: true, Doc: "Two JARs hold the same class with different contents and the class loader takes one (lib in classpath order, usrlib child-first, lib's copy where a parent-first pattern applies; one finding per pair of JARs naming every hidden class); an error when the host's own code (flink-dist, the planner, the host's modules) then fails: Flink's own classes of a JAR built for another line win over the host's, or a member the host's copy declares does not resolve in the winning copy (or it cannot be read); a warning otherwise (the other JARs' uses are the linkage rules' to judge). Checked by the CLI and `streamfusion check`, at start only with STREAMFUSION_LINKAGE=true.", check: classpathShadowed},
+	{ID: "linkage-class", Severity: Error, Tier: TierDeep, Baked: true, Doc: "A class reachable from a JAR's entry points uses a class that does not load on the host's classpath (missing, or a supertype missing). An error for StreamFusion payloads, the stock JARs they require and usrlib job JARs, and for any JAR whose code needs a class the host's own Flink lacks in a package it provides (a JAR built for another Flink release, named where its identity says); a class of a library nothing on the classpath provides is a warning, an error only for a payload or a stock JAR a payload requires whose own classes are built on it.", check: linkageClass},
+	{ID: "linkage-method", Severity: Error, Tier: TierDeep, Baked: true, Doc: "A class reachable from a JAR's entry points calls a method the host's classes do not have (JVMS 5.4.3.3-4). An error when the owner is the host's own Flink's (relocated libraries aside) or as linkage-class.", check: linkageMethod},
+	{ID: "linkage-field", Severity: Error, Tier: TierDeep, Baked: true, Doc: "A class reachable from a JAR's entry points uses a field the host's classes do not have (JVMS 5.4.3.2). Severity as linkage-method.", check: linkageField},
+	{ID: "deep-verdict-unreadable", Severity: Warning, Tier: TierStart, Doc: "The image's baked deep verdict (lib/.streamfusion-deep-verdict, written by bake or check --write-verdict) is damaged, truncated, or of another format or rule catalogue; the start checks shadowing and linkage in full instead.", check: deepVerdictUnreadable},
+	{ID: "bytecode-version", Severity: Error, Tier: TierDeep, Baked: true, Doc: "A class reachable from a JAR's entry points is compiled for a newer Java than the host JDK's. Severity as linkage-class.", check: bytecodeVersion},
+	{ID: "layout-planner-bundled", Severity: Error, Tier: TierDeep, Doc: "A job JAR in usrlib, or a lib JAR other than the planner's own, bundles Flink's table planner (classes under org.apache.flink.table.planner.codegen): a second planner beside the host's, which does not fix a codegen linkage failure on TaskManagers (mismatched compiler and runtime payloads). Deep check only.", check: plannerBundled},
+	{ID: "config-key-conflict", Severity: Warning, Tier: TierStart, Doc: "A key and its deprecated key are both set, to different values: Flink uses the key and ignores the deprecated one.", check: configKeyConflict},
+	{ID: "config-unknown-key", Severity: Warning, Tier: TierStart, Doc: "A key the host's Flink does not read: a near name of a key it knows, or a key an other release had.", check: configUnknownKey},
+	{ID: "config-taskmanager-flags", Severity: Warning, Tier: TierStart, Doc: "A TaskManager's JVM options lack the Arrow options StreamFusion needs (-Darrow.enable_unsafe_memory_access=true -Darrow.enable_null_check_for_get=false).", check: configTaskManagerFlags},
+	{ID: "config-env", Severity: Warning, Tier: TierStart, Doc: "GLIBC_TUNABLES sets glibc.rtld.optional_static_tls above 24576: glibc takes it out of every thread's stack and the JVM hangs or dies of SIGSEGV at its first subprocess (docs/glibc-tunables.md).", check: configEnv},
+	{ID: "plugins-payload", Severity: Warning, Tier: TierStart, Doc: "A StreamFusion payload sits in plugins/, where it loads in isolation and never accelerates.", check: pluginsPayload},
 }
 
 func one(f Finding) []Finding { return []Finding{f} }

@@ -80,6 +80,16 @@ const (
 	RuleSessionJob   = "deploy-session-target"
 )
 
+// Rules are the set rules' part of the rule catalogue. The config rules
+// CheckSet also runs on spec.flinkConfiguration are the entrypoint's.
+var Rules = []admission.Rule{
+	{ID: RuleFlinkRelease, Severity: admission.Error, Tier: admission.TierDeployment, Doc: "The images of one cluster (client, JobManager, TaskManagers) hold different Flink releases."},
+	{ID: RuleStreamFusion, Severity: admission.Error, Tier: admission.TierDeployment, Doc: "The images of one cluster hold different StreamFusion releases or builds."},
+	{ID: RuleJDK, Severity: admission.Error, Tier: admission.TierDeployment, Doc: "The images of one cluster run different JDK majors."},
+	{ID: RuleFlinkVersion, Severity: admission.Error, Tier: admission.TierDeployment, Doc: "A FlinkDeployment's spec.flinkVersion is not the Flink line of its images (the operator writes the other line's config file)."},
+	{ID: RuleSessionJob, Severity: admission.Warning, Tier: admission.TierDeployment, Doc: "A FlinkSessionJob runs on a FlinkDeployment that is not among the resources checked, so the images it runs on were not checked."},
+}
+
 // CheckSet compares the members of each cluster: one Flink release, one
 // StreamFusion release and build, one JDK major across client, JobManager
 // and TaskManagers; spec.flinkVersion against the images' Flink line; and

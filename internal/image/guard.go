@@ -28,9 +28,9 @@ const (
 
 // GuardRules are the image rules verify adds to the entrypoint's catalogue.
 var GuardRules = []admission.Rule{
-	{ID: RuleGuardEntrypoint, Severity: admission.Error, Doc: "/docker-entrypoint.sh is not a StreamFusion entrypoint for the image's platform (ELF machine, version stamp)."},
-	{ID: RuleGuardOriginal, Severity: admission.Error, Doc: "Flink's own docker-entrypoint.sh is not kept under /opt/streamfusion/, where the entrypoint hands off to it."},
-	{ID: RuleGuardReach, Severity: admission.Error, Doc: "The image's ENTRYPOINT and CMD do not start /docker-entrypoint.sh (directly, through a link or PATH, or through tini, dumb-init or a shell's -c exec), so nothing checks the payloads."},
+	{ID: RuleGuardEntrypoint, Severity: admission.Error, Tier: admission.TierImage, Doc: "/docker-entrypoint.sh is not a StreamFusion entrypoint for the image's platform (ELF machine, version stamp)."},
+	{ID: RuleGuardOriginal, Severity: admission.Error, Tier: admission.TierImage, Doc: "Flink's own docker-entrypoint.sh is not kept under /opt/streamfusion/, where the entrypoint hands off to it."},
+	{ID: RuleGuardReach, Severity: admission.Error, Tier: admission.TierImage, Doc: "The image's ENTRYPOINT and CMD do not start /docker-entrypoint.sh (directly, through a link or PATH, or through tini, dumb-init or a shell's -c exec), so nothing checks the payloads."},
 }
 
 // stampParts make the stamp cmd/entrypoint carries (its const stamp). The

@@ -97,9 +97,9 @@ const (
 
 // Rules are the rules of install beyond the entrypoint's.
 var Rules = []admission.Rule{
-	{ID: RuleLine, Severity: admission.Error, Doc: "The distribution's Flink line is not the --flink-line asked for."},
-	{ID: RuleNotPayload, Severity: admission.Error, Doc: "A PAYLOAD is not a StreamFusion payload (stock JARs are copied, not installed)."},
-	{ID: RuleSameModule, Severity: admission.Error, Doc: "Two PAYLOADs are of the same StreamFusion module."},
+	{ID: RuleLine, Severity: admission.Error, Tier: admission.TierInstall, Doc: "The distribution's Flink line is not the --flink-line asked for."},
+	{ID: RuleNotPayload, Severity: admission.Error, Tier: admission.TierInstall, Doc: "A PAYLOAD is not a StreamFusion payload (stock JARs are copied, not installed)."},
+	{ID: RuleSameModule, Severity: admission.Error, Tier: admission.TierInstall, Doc: "Two PAYLOADs are of the same StreamFusion module."},
 }
 
 // Decide plans installing payloads into the lib of s, on fsys rooted at

@@ -115,13 +115,13 @@ func IdentityLine(id *admission.Identity) string {
 func Rules(w io.Writer, markdown bool, rules []admission.Rule) error {
 	var b strings.Builder
 	if markdown {
-		b.WriteString("| rule | severity | what it refuses or warns about |\n|---|---|---|\n")
+		b.WriteString("| rule | severity | tier | what it refuses or warns about |\n|---|---|---|---|\n")
 	}
 	for _, r := range rules {
 		if markdown {
-			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", r.ID, r.Severity, r.Doc)
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.ID, r.Severity, r.Tier, r.Doc)
 		} else {
-			fmt.Fprintf(&b, "%-28s %-8s %s\n", r.ID, r.Severity, r.Doc)
+			fmt.Fprintf(&b, "%-30s %-8s %-10s %s\n", r.ID, r.Severity, r.Tier, r.Doc)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

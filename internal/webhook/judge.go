@@ -31,6 +31,15 @@ const (
 	RuleUnverified = "unverified"
 )
 
+// Rules are the webhook's own part of the rule catalogue.
+var Rules = []admission.Rule{
+	{ID: RuleImageUnusable, Severity: admission.Error, Tier: admission.TierWebhook, Doc: "An image the rules cannot be run on (StreamFusion settings in its environment that do not parse, an unsafe layer)."},
+	{ID: RuleSessionTarget, Severity: admission.Error, Tier: admission.TierWebhook, Doc: "A FlinkSessionJob names no FlinkDeployment, or one that does not exist, so the operator cannot run it either."},
+	{ID: RuleJobJARURI, Severity: admission.Error, Tier: admission.TierWebhook, Doc: "A FlinkSessionJob's spec.job.jarURI is not an absolute URI the operator can fetch."},
+	{ID: RuleJobJARGone, Severity: admission.Error, Tier: admission.TierWebhook, Doc: "A FlinkSessionJob's JAR is not at its jarURI: its server says so."},
+	{ID: RuleUnverified, Severity: admission.Error, Tier: admission.TierWebhook, Doc: "Something could not be judged in time or at all (an image not read, a JAR not fetched): the failure policy decides, Fail denies and Ignore admits with a warning."},
+}
+
 // Finding is one reason behind a judgement, structured for reports (the
 // audit); the review's message says the same in sentences.
 type Finding struct {
