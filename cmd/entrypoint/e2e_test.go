@@ -266,16 +266,12 @@ func TestRefusedRenamedExtensionOfOtherLine(t *testing.T) {
 // file, well inside the admission deadline (which would exit 75).
 func TestRefusedHostileConfig(t *testing.T) {
 	t.Parallel()
-	bomb := "a0: &a0 {k: v, home: x}\n"
-	for i := 1; i <= 9; i++ {
-		bomb += fmt.Sprintf("a%d: &a%d {k0: *a%d, k1: *a%d, k2: *a%d, k3: *a%d, k4: *a%d, k5: *a%d, k6: *a%d, k7: *a%d, k8: *a%d}\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
-	}
 	doubling := "m0: &m0 {}\n"
 	for i := 1; i <= 25; i++ {
 		doubling += fmt.Sprintf("m%d: &m%d {a: *m%d, b: *m%d}\n", i, i, i-1, i-1)
 	}
 	for name, c := range map[string]struct{ conf, found string }{
-		"past Flink's 50 aliases": {bomb + "env.java.home: /usr\n", "81 aliases to collections"},
+		"past Flink's 50 aliases": {testkit.AliasBomb(), "81 aliases to collections"},
 		"within 50 aliases":       {doubling, "expand to more than"},
 	} {
 		t.Run(name, func(t *testing.T) {

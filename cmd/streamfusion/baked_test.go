@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -49,12 +48,8 @@ func startLinkage(t *testing.T, home string, env map[string]string) string {
 // it ran a minute at gigabytes before the reader counted aliases.
 func TestCheckRefusesAConfigAliasBomb(t *testing.T) {
 	home, env := flinkHome(t, testkit.Good("2.2.1"))
-	bomb := "a0: &a0 {k: v, home: x, additional: y}\n"
-	for i := 1; i <= 9; i++ {
-		bomb += fmt.Sprintf("a%d: &a%d {k0: *a%d, k1: *a%d, k2: *a%d, k3: *a%d, k4: *a%d, k5: *a%d, k6: *a%d, k7: *a%d, k8: *a%d}\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
-	}
 	conf := filepath.Join(home, "conf", "config.yaml")
-	require.NoError(t, os.WriteFile(conf, []byte(bomb), 0o644))
+	require.NoError(t, os.WriteFile(conf, []byte(testkit.AliasBomb()), 0o644))
 	code, out, stderr := cli(t, env, "check", "--flink-home", home)
 	assert.Equal(t, 78, code, "%s\n%s", out, stderr)
 	assert.Contains(t, out, "[config-file-line] "+conf)

@@ -31,13 +31,14 @@ func aliasBomb(levels, width int) string {
 	return b.String()
 }
 
-// doubling is a sequence bomb within Flink's 50 aliases: 25 levels of
-// [*below, *below], 2^25 values once expanded.
-func doubling() string {
+// doubling is a bomb within Flink's 50 aliases: 25 levels, each of two
+// aliases to the level below (format: a level's collection, given the name
+// below twice), over bottom; 2^25 values once expanded.
+func doubling(bottom, format string) string {
 	var b strings.Builder
-	b.WriteString("l0: &l0 [x]\n")
+	b.WriteString("l0: &l0 " + bottom + "\n")
 	for i := 1; i <= 25; i++ {
-		fmt.Fprintf(&b, "l%d: &l%d [*l%d, *l%d]\n", i, i, i-1, i-1)
+		fmt.Fprintf(&b, "l%d: &l%d "+format+"\n", i, i, i-1, i-1)
 	}
 	return b.String()
 }
@@ -51,10 +52,12 @@ var hostile = []struct {
 	want error
 }{
 	{"the mapping alias bomb (9 levels of 9)", aliasBomb(9, 9), ErrFlink},
-	{"a doubling bomb within 50 aliases", doubling(), ErrLimit},
+	{"a doubling bomb within 50 aliases", doubling("[x]", "[*l%d, *l%d]"), ErrLimit},
 	{"a long scalar aliased a thousand times", "s: &s " + strings.Repeat("x", 500<<10) + "\nl: [" + strings.Repeat("*s, ", 999) + "*s]\n", ErrLimit},
 	{"a long scalar aliased across many keys", "s: &s " + strings.Repeat("x", 500<<10) + "\n" + manyKeysOf(50, "[*s, *s]"), ErrLimit},
-	{"a doubling bomb of empty mappings", emptyDoubling(), ErrLimit},
+	// 2^25 mappings that hold no key: nothing is rendered and no
+	// entry made, only the nodes visited count.
+	{"a doubling bomb of empty mappings", doubling("{}", "{a: *l%d, b: *l%d}"), ErrLimit},
 	{"a sequence that holds itself", "a: &a [x, *a]\n", ErrLimit},
 	{"a mapping that holds itself", "a: &a {b: *a}\n", ErrLimit},
 	{"nesting deeper than the limit", strings.Repeat("[", 100) + strings.Repeat("]", 100), ErrFlink}, // not a mapping
@@ -87,17 +90,6 @@ func manyKeysOf(n int, value string) string {
 	var b strings.Builder
 	for i := range n {
 		fmt.Fprintf(&b, "k%d: %s\n", i, value)
-	}
-	return b.String()
-}
-
-// emptyDoubling expands to 2^25 mappings that hold no key: nothing is
-// rendered and no entry made, only the nodes visited count.
-func emptyDoubling() string {
-	var b strings.Builder
-	b.WriteString("m0: &m0 {}\n")
-	for i := 1; i <= 25; i++ {
-		fmt.Fprintf(&b, "m%d: &m%d {a: *m%d, b: *m%d}\n", i, i, i-1, i-1)
 	}
 	return b.String()
 }

@@ -2,7 +2,6 @@ package image
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -13,19 +12,6 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
-
-// aliasBomb is 1.5 KB of config.yaml that expands to 9^9 mappings.
-var aliasBomb = func() string {
-	b := "a0: &a0 {k: v, home: x, additional: y}\n"
-	for i := 1; i <= 9; i++ {
-		b += fmt.Sprintf("a%d: &a%d {", i, i)
-		for j := range 9 {
-			b += fmt.Sprintf("k%d: *a%d, ", j, i-1)
-		}
-		b += "z: 0}\n"
-	}
-	return b
-}()
 
 // verify judges the image's configuration as a start would: the config
 // files are read from the layers, FLINK_PROPERTIES and the environment from
@@ -46,7 +32,7 @@ func TestVerifyJudgesTheImagesConfig(t *testing.T) {
 		"a typo in FLINK_PROPERTIES": {dist: testkit.Good("2.2.1"), env: []string{"FLINK_PROPERTIES=taskmanager.numberOfTaskSlot:2"},
 			want: []string{"config-unknown-key"}},
 		"an alias bomb in config.yaml (read from the layers in bounded time)": {dist: testkit.Good("2.2.1"), extra: []imagekit.Entry{
-			{Name: testkit.FlinkHome + "/conf/config.yaml", Data: []byte(aliasBomb)},
+			{Name: testkit.FlinkHome + "/conf/config.yaml", Data: []byte(testkit.AliasBomb())},
 		}, want: []string{"config-file-line"}},
 		"the old GLIBC_TUNABLES": {dist: testkit.Good("2.2.1"), env: []string{"GLIBC_TUNABLES=glibc.rtld.optional_static_tls=131072", "ROCKSDB_MUSL_LIBC=false"}, want: []string{"config-env"}},
 	} {

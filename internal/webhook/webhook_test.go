@@ -38,11 +38,7 @@ func shared(t testing.TB) images {
 func TestReviews(t *testing.T) {
 	imgs := shared(t)
 	// good with a config.yaml of 1.5 KB that expands to 9^9 mappings.
-	bombConf := "a0: &a0 {k: v, home: x}\n"
-	for i := 1; i <= 9; i++ {
-		bombConf += fmt.Sprintf("a%d: &a%d {k0: *a%d, k1: *a%d, k2: *a%d, k3: *a%d, k4: *a%d, k5: *a%d, k6: *a%d, k7: *a%d, k8: *a%d}\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
-	}
-	bombImg, err := mutate.AppendLayers(imgs.good, imagekit.Layer(imagekit.Entry{Name: testkit.FlinkHome + "/conf/config.yaml", Data: []byte(bombConf)}))
+	bombImg, err := mutate.AppendLayers(imgs.good, imagekit.Layer(imagekit.Entry{Name: testkit.FlinkHome + "/conf/config.yaml", Data: []byte(testkit.AliasBomb())}))
 	require.NoError(t, err)
 	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good, "jdk11": imgs.jdk11, "plain": imgs.plain, "bomb": bombImg})
 	s := startServer(t, Config{}, http.DefaultTransport)
