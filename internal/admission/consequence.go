@@ -168,3 +168,95 @@ func plannerFix(class string) string {
 func inlinedConstant(m classfile.Member) bool {
 	return m.Access&0x0018 == 0x0018 && (len(m.Descriptor) == 1 || m.Descriptor == "Ljava/lang/String;")
 }
+
+// missingClass is what the classpath model and the JAR say of a class that
+// does not load, named by a class reachable from a JAR's entry points
+// (directly, or as a supertype deeper in its hierarchy): the facts the
+// linkage-class policy (judgeMissing) decides on.
+type missingClass struct {
+	// Provided: a JAR on the classpath holds its package, or it is of
+	// Flink's own API: the class is gone from where the JAR expects it.
+	Provided bool
+	// Dropped: the flink-dist of the line a JAR here is built for carries
+	// its package unrelocated, the host's does not, and nothing else
+	// provides it (a JAR relied on its own line's flink-dist).
+	Dropped bool
+	// OwnCode: the class naming it is of the JAR's own code (its entry
+	// points' namespaces), not code it bundles.
+	OwnCode bool
+	// ClusterProvided: a parent-first pattern leaves it to the cluster's
+	// class path beyond lib (Hadoop's).
+	ClusterProvided bool
+	// Undeclared: the JAR's POM does not declare a runtime dependency
+	// whose group covers it (it is provided or optional: the user adds it).
+	Undeclared bool
+	// PlannerOnly: a class only Flink's planner holds, which the planner
+	// loader keeps from lib.
+	PlannerOnly bool
+	// HostProvides: the host's own JARs hold its package (Flink's own
+	// code): the host's API changed under the JAR.
+	HostProvides bool
+	// JARSeverity is the JAR's (jar.sev): an error for payloads, the stock
+	// JARs they require and usrlib's job JARs, a warning otherwise.
+	JARSeverity Severity
+	// MustLoad: the JAR is a payload, or a stock JAR a payload requires.
+	MustLoad bool
+}
+
+// missingVerdict is judgeMissing's answer.
+type missingVerdict int
+
+const (
+	// missingQuiet: it fails where the JAR belongs too (bundled code's,
+	// the cluster's, an undeclared library): not reported.
+	missingQuiet missingVerdict = iota
+	// missingReported: reported now, with the severity given.
+	missingReported
+	// missingIfRequired: a library nothing on the classpath provides,
+	// reported (with the severity given) only when the JAR's own code is
+	// built on it (requiresLibrary), which is known once every reachable
+	// class is seen.
+	missingIfRequired
+)
+
+// judgeMissing is the linkage-class policy: whether a class that does not
+// load is reported, and how severely. Severity follows consequence: an
+// error where the host's own API changed under the JAR; the JAR's own
+// severity where the classpath lacks a class of a package it has; a
+// library nothing provides is one the user may be meant to add, a warning,
+// unless a JAR that must load is built on it.
+func judgeMissing(m missingClass) (missingVerdict, Severity) {
+	switch {
+	case !m.Provided && !m.Dropped && (!m.OwnCode || m.ClusterProvided || m.Undeclared):
+		return missingQuiet, ""
+	case m.Dropped:
+		return missingReported, m.JARSeverity
+	case m.Provided && m.PlannerOnly:
+		return missingReported, m.JARSeverity
+	case m.Provided && m.HostProvides:
+		return missingReported, Error
+	case m.Provided:
+		return missingReported, m.JARSeverity
+	case m.MustLoad:
+		return missingIfRequired, Error
+	}
+	return missingIfRequired, Warning
+}
+
+// requiresLibrary: the JAR's own reachable class cannot load at all
+// without the missing class's library, which nothing provides: its
+// supertype lies in it.
+func requiresLibrary(m missingClass, super bool) bool {
+	return super && !m.Provided && m.OwnCode && !m.ClusterProvided
+}
+
+// memberSeverity is the linkage-method and linkage-field policy: a member
+// missing from Flink's own code (relocated libraries aside) of a JAR the
+// host resolves against is the host's API changing under the JAR, an
+// error; otherwise the JAR's severity.
+func memberSeverity(jarSeverity Severity, hostsFlinkOwn bool) Severity {
+	if hostsFlinkOwn {
+		return Error
+	}
+	return jarSeverity
+}

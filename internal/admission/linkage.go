@@ -384,81 +384,9 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 	reported := map[jvm.Edge]bool{}
 	r.cp.Reachable(scopes, func(i int, c *classfile.Class) {
 		jd := all[i]
-		j, own, fix, groups, hasPOM := jd.j, jd.own, jd.fix, jd.groups, jd.hasPOM
+		j, own, fix := jd.j, jd.own, jd.fix
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
 			jd.newer = append(jd.newer, c)
-		}
-		// classFailed reports e; super says c names the class as its
-		// superclass or an interface (else an instruction of c names it).
-		classFailed := func(e jvm.Edge, super bool) {
-			if e.From == "" {
-				e.From = c.Name
-			} else {
-				super = true // a supertype deeper in the hierarchy
-			}
-			missing := e.Missing
-			provided := r.packages[pkg(missing)] || hostAPI(missing)
-			dropped, isDropped := r.dropped[pkg(missing)]
-			isDropped = isDropped && !provided
-			if !provided && !isDropped && (!own.has(c.Name) || clusterProvided(r.parentFirst, missing) || (hasPOM && !declares(groups, missing))) {
-				// Bundled code's, the cluster's, or a library the JAR's own
-				// POM does not say it needs at run time (provided or
-				// optional: the user adds it, Paimon's CDC actions): it fails
-				// where the JAR belongs too.
-				return
-			}
-			if reported[e] {
-				return
-			}
-			reported[e] = true
-			in := j.jar.Path // the JAR of the class naming the missing one
-			if e.From != c.Name {
-				if a := j.loader.Find(e.From); a != nil {
-					in = a.Path
-				}
-			}
-			found := "no " + javaName(missing) + " in " + searched(j.loader, missing) + " or the JDK"
-			msg := simpleName(e.From) + " uses " + javaName(missing) + ", which has no class file on the classpath"
-			if super {
-				msg = simpleName(e.From) + " does not load: its supertype " + javaName(missing) + " has no class file on the classpath"
-			}
-			if e.From != c.Name {
-				msg += " (reached from " + simpleName(c.Name) + ")"
-			}
-			f := Finding{Severity: j.sev, Path: in,
-				Message:  msg,
-				Found:    found,
-				Required: javaName(missing) + " on the classpath, as " + path.Base(in) + " was built against it",
-				Fix:      fix,
-				Symbol:   &Symbol{Kind: SymClass, From: e.From, Owner: missing, JAR: in}}
-			if isDropped {
-				// The flink-dist of the line a JAR on the classpath is
-				// built for carries the library: the JAR relied on it.
-				f.Found += "; flink-dist of Flink " + dropped.line + " carries " + javaName(pkg(missing)) + " unrelocated, the host's does not"
-				f.Fix = "add the library of " + javaName(pkg(missing)) + " to lib (" + dropped.jar + " is built for Flink " + dropped.line + ", whose flink-dist carries it), or " + fix
-			}
-			if provided || isDropped {
-				switch {
-				case isDropped:
-				case plannerOnly(missing):
-					f.Fix = plannerFix(missing)
-				case r.hostProvides(missing):
-					f.Severity = Error
-					f.Found += "; " + r.builtFor(j)
-				}
-				out.class = append(out.class, f)
-				return
-			}
-			// A library nothing provides is one the user may be meant to
-			// add (Paimon's CDC actions): a warning whatever the JAR. A
-			// class missing from a package the classpath has is the host's
-			// API changing under the JAR: the JAR's severity.
-			f.Severity = Warning
-			f.Fix = "add the JAR that provides " + javaName(library(missing)) + " to lib beside " + path.Base(in) + ", which is built against it (a dependency it declares)"
-			if j.usrlib {
-				f.Fix = "bundle the JAR that provides " + javaName(library(missing)) + " in " + path.Base(in) + ", or add it to lib"
-			}
-			jd.absent = append(jd.absent, pending{f, library(missing)})
 		}
 		bundled := func(owner string) bool {
 			// Bundled code calling bundled code of the same JAR (Paimon's
@@ -468,10 +396,10 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 		}
 		r.cp.Resolve(j.loader, c, func(owner string) bool { return !bundled(owner) }, func(u jvm.Unresolved) {
 			if u.Ref == nil {
-				if u.Super && !r.packages[pkg(u.Class.Missing)] && !hostAPI(u.Class.Missing) && own.has(c.Name) && !clusterProvided(r.parentFirst, u.Class.Missing) {
+				if requiresLibrary(r.missing(jd, c, u.Class.Missing), u.Super) {
 					jd.required[library(u.Class.Missing)] = true
 				}
-				classFailed(u.Class, u.Super)
+				r.classFailed(jd, c, u.Class, u.Super, reported, out)
 				return
 			}
 			ref, owner, looked := *u.Ref, u.Ref.Owner, u.Looked
@@ -492,9 +420,10 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 			if u.In != nil {
 				in = " in " + u.In.Path
 			}
-			sev, what := j.sev, "no "+member+" in "+javaName(owner)+in+" (looked in "+where+")"
-			if u.In != nil && r.cp.IsResolvedOnly(u.In) && flinkOwn(owner) {
-				sev, what = Error, what+"; "+r.builtFor(j)
+			hostsFlinkOwn := u.In != nil && r.cp.IsResolvedOnly(u.In) && flinkOwn(owner)
+			sev, what := memberSeverity(j.sev, hostsFlinkOwn), "no "+member+" in "+javaName(owner)+in+" (looked in "+where+")"
+			if hostsFlinkOwn {
+				what += "; " + r.builtFor(j)
 			}
 			*list = append(*list, Finding{Severity: sev, Path: j.jar.Path,
 				Message:  simpleName(c.Name) + " uses " + member + ", which the host does not have",
@@ -507,11 +436,6 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 	for _, jd := range all {
 		for _, p := range jd.absent {
 			if jd.required[p.library] {
-				if jd.j.mustLoad {
-					// A payload needs it: its own classes built on the
-					// library cannot load, whatever the user adds later.
-					p.f.Severity = Error
-				}
 				out.class = append(out.class, p.f)
 			}
 		}
@@ -526,6 +450,93 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 			Fix:      "use a build of " + path.Base(j.jar.Path) + " compiled for the host's Java, or a Flink image with a newer JDK",
 			Symbol:   &Symbol{Kind: SymVersion, From: c.Name, Owner: c.Name, JAR: j.jar.Path}})
 	}
+}
+
+// classFailed reports e, a class that does not load, named by c, a
+// reachable class of jd's JAR (super: as its superclass or an interface,
+// else an instruction of c names it), as judgeMissing decides.
+func (r *resolver) classFailed(jd *judged, c *classfile.Class, e jvm.Edge, super bool, reported map[jvm.Edge]bool, out *linkage) {
+	j, fix := jd.j, jd.fix
+	if e.From == "" {
+		e.From = c.Name
+	} else {
+		super = true // a supertype deeper in the hierarchy
+	}
+	missing := e.Missing
+	m := r.missing(jd, c, missing)
+	verdict, sev := judgeMissing(m)
+	if verdict == missingQuiet || reported[e] {
+		return
+	}
+	reported[e] = true
+	in := j.jar.Path // the JAR of the class naming the missing one
+	if e.From != c.Name {
+		if a := j.loader.Find(e.From); a != nil {
+			in = a.Path
+		}
+	}
+	f := classFinding(j, e, c.Name, in, fix, super)
+	f.Severity = sev
+	switch {
+	case m.Dropped:
+		// The flink-dist of the line a JAR on the classpath is
+		// built for carries the library: the JAR relied on it.
+		dropped := r.dropped[pkg(missing)]
+		f.Found += "; flink-dist of Flink " + dropped.line + " carries " + javaName(pkg(missing)) + " unrelocated, the host's does not"
+		f.Fix = "add the library of " + javaName(pkg(missing)) + " to lib (" + dropped.jar + " is built for Flink " + dropped.line + ", whose flink-dist carries it), or " + fix
+	case m.Provided && m.PlannerOnly:
+		f.Fix = plannerFix(missing)
+	case m.Provided && m.HostProvides:
+		f.Found += "; " + r.builtFor(j)
+	case verdict == missingIfRequired:
+		f.Fix = "add the JAR that provides " + javaName(library(missing)) + " to lib beside " + path.Base(in) + ", which is built against it (a dependency it declares)"
+		if j.usrlib {
+			f.Fix = "bundle the JAR that provides " + javaName(library(missing)) + " in " + path.Base(in) + ", or add it to lib"
+		}
+	}
+	if verdict == missingIfRequired {
+		jd.absent = append(jd.absent, pending{f, library(missing)})
+		return
+	}
+	out.class = append(out.class, f)
+}
+
+// missing gathers what judgeMissing decides on for a class that c, a
+// reachable class of jd's JAR, cannot load.
+func (r *resolver) missing(jd *judged, c *classfile.Class, missing string) missingClass {
+	provided := r.packages[pkg(missing)] || hostAPI(missing)
+	_, dropped := r.dropped[pkg(missing)]
+	return missingClass{
+		Provided:        provided,
+		Dropped:         dropped && !provided,
+		OwnCode:         jd.own.has(c.Name),
+		ClusterProvided: clusterProvided(r.parentFirst, missing),
+		Undeclared:      jd.hasPOM && !declares(jd.groups, missing),
+		PlannerOnly:     plannerOnly(missing),
+		HostProvides:    r.hostProvides(missing),
+		JARSeverity:     jd.j.sev,
+		MustLoad:        jd.j.mustLoad,
+	}
+}
+
+// classFinding is a linkage-class finding's sentences: e.From (in the JAR
+// at in) names e.Missing, which does not load; from is the reachable class
+// the walk came from; fix is the JAR's. Severity is the caller's.
+func classFinding(j *deepJAR, e jvm.Edge, from, in, fix string, super bool) Finding {
+	missing := e.Missing
+	msg := simpleName(e.From) + " uses " + javaName(missing) + ", which has no class file on the classpath"
+	if super {
+		msg = simpleName(e.From) + " does not load: its supertype " + javaName(missing) + " has no class file on the classpath"
+	}
+	if e.From != from {
+		msg += " (reached from " + simpleName(from) + ")"
+	}
+	return Finding{Path: in,
+		Message:  msg,
+		Found:    "no " + javaName(missing) + " in " + searched(j.loader, missing) + " or the JDK",
+		Required: javaName(missing) + " on the classpath, as " + path.Base(in) + " was built against it",
+		Fix:      fix,
+		Symbol:   &Symbol{Kind: SymClass, From: e.From, Owner: missing, JAR: in}}
 }
 
 // hostAPI: a class of Flink's own API and runtime (org.apache.flink outside
