@@ -81,6 +81,8 @@ type JobJAR struct {
 	// Release is called once the file is no longer needed: when the
 	// verification that reads it ends (it may outlive the caller's
 	// deadline), or at once when it is not read. nil: nothing to do.
+	// VerifyJob makes it once-only: every path that is done with the JAR
+	// calls it.
 	Release func()
 }
 
@@ -228,37 +230,51 @@ func jobKey(jar *JobJAR) string {
 }
 
 func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credentials, jar *JobJAR) (*Verdict, error) {
-	// The JAR is released on every path but the one that hands it to a
-	// verification.
-	handed := false
-	defer func() {
-		if !handed {
-			jar.release()
-		}
-	}()
+	v, run, err := c.prepare(ctx, ref, platform, cr, jar)
+	if run == nil {
+		jar.release() // read by nothing, or read already (a synthetic or local image)
+		return v, err
+	}
+	return c.verifyOnce(ctx, ref, run, jar)
+}
+
+// verification is a verification prepare leaves to run: the image by
+// digest, for a platform, with a registry client, under its key.
+type verification struct {
+	key  string
+	r    name.Reference
+	want v1.Platform
+	p    *remote.Puller
+}
+
+// prepare answers what needs no verification of its own (a kept verdict,
+// a synthetic or local image, an error), else says which to run.
+func (c *Cache) prepare(ctx context.Context, ref, platform string, cr Credentials, jar *JobJAR) (*Verdict, *verification, error) {
 	want := c.opts.Platform
 	if platform != "" {
 		p, err := v1.ParsePlatform(platform)
 		if err != nil {
-			return nil, fmt.Errorf("platform %q: %w", platform, err)
+			return nil, nil, fmt.Errorf("platform %q: %w", platform, err)
 		}
 		want = *p
 	}
 	if img, ok := c.synthetic.Load(ref); ok {
-		return c.syntheticVerdict(ctx, ref, img.(v1.Image), want, jar) // released when the call returns
+		v, err := c.syntheticVerdict(ctx, ref, img.(v1.Image), want, jar)
+		return v, nil, err
 	}
 	if c.opts.Local {
 		if _, err := os.Stat(ref); err == nil {
-			return c.local(ctx, ref, want, jar) // released when the call returns
+			v, err := c.local(ctx, ref, want, jar)
+			return v, nil, err
 		}
 	}
 	r, err := name.ParseReference(ref)
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %w", ErrResolve, ref, err)
+		return nil, nil, fmt.Errorf("%w %q: %w", ErrResolve, ref, err)
 	}
 	p, err := c.puller(cr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	plat := want.String()
 	var top string
@@ -269,10 +285,10 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 		var pe *PendingError
 		if errors.As(err, &pe) {
 			pe.Ref = ref
-			return nil, pe
+			return nil, nil, pe
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
+			return nil, nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
 		}
 		top = desc.Digest.String()
 		// Fetch what HEAD named, so a tag moved meanwhile cannot mix verdicts.
@@ -280,47 +296,43 @@ func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credenti
 	}
 	sfx := jobKey(jar)
 	if v := c.lookup(top, plat, sfx); v != nil {
-		return c.hit(v, ref), nil
+		return c.hit(v, ref), nil, nil
 	}
 	if jar != nil && jar.Path == "" {
-		return nil, ErrNeedJAR
+		return nil, nil, ErrNeedJAR
 	}
-	// One verification per image (and job JAR), detached from this
-	// caller's deadline: what it reads goes on and fills the caches for
-	// the retry. Only its waits for the spool budget end with the last
-	// caller waiting for it (spool.WithWait): a verification nobody waits
-	// for holds no more of the budget than it had. A caller whose
-	// function is not the one run (it joined a verification under way)
-	// releases its JAR when that ends.
-	var ran atomic.Bool
-	handed = true
-	key := top + "|" + plat + sfx
-	f := c.join(key)
+	return nil, &verification{key: top + "|" + plat + sfx, r: r, want: want, p: p}, nil
+}
+
+// verifyOnce runs one verification per image (and job JAR), detached from
+// this caller's deadline: what it reads goes on and fills the caches for
+// the retry. Only its waits for the spool budget end with the last caller
+// waiting for it (spool.WithWait): a verification nobody waits for holds
+// no more of the budget than it had. The job JAR is released once (its
+// release is once-only): by the verification that reads it when that
+// ends, and by this caller once the verification it waited for (its own,
+// or one under way that it joined) has ended.
+func (c *Cache) verifyOnce(ctx context.Context, ref string, run *verification, jar *JobJAR) (*Verdict, error) {
+	f := c.join(run.key)
 	defer c.leave(f)
-	ch := c.group.DoChan(key, func() (any, error) {
-		ran.Store(true)
+	ch := c.group.DoChan(run.key, func() (any, error) {
 		defer jar.release()
 		c.running.Add(1)
 		defer c.running.Add(-1)
 		vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.VerifyTimeout)
 		defer cancel()
 		vctx = spool.WithWait(vctx, f.wait, func(s string) { f.doing.Store(&s) })
-		return c.fetchAndVerify(vctx, r, want, p, jar)
+		return c.fetchAndVerify(vctx, run.r, run.want, run.p, jar)
 	})
-	joined := func() {
-		if !ran.Load() {
-			jar.release()
-		}
-	}
 	select {
 	case res := <-ch:
-		joined()
+		jar.release()
 		if res.Err != nil {
 			return nil, res.Err
 		}
 		return c.hit(res.Val.(*Verdict), ref), nil
 	case <-ctx.Done():
-		go func() { <-ch; joined() }()
+		go func() { <-ch; jar.release() }()
 		pe := &PendingError{Ref: ref, Err: context.Cause(ctx)}
 		if d := f.doing.Load(); d != nil {
 			pe.Doing = *d
