@@ -95,13 +95,13 @@ func TableFor(release string) *flinkconf.Keys {
 	if k := flinkconf.KeysOf(release); k != nil {
 		return k
 	}
-	line := lineOf(release)
+	line := LineOf(release)
 	if line == "" {
 		return nil
 	}
 	best := ""
 	for _, r := range flinkconf.Releases() {
-		if lineOf(r) == line && (best == "" || Lookup(r) != nil && (Lookup(best) == nil || releaseLess(best, r))) {
+		if LineOf(r) == line && (best == "" || Lookup(r) != nil && (Lookup(best) == nil || versionLess(best, r))) {
 			best = r
 		}
 	}
@@ -111,25 +111,11 @@ func TableFor(release string) *flinkconf.Keys {
 	return flinkconf.KeysOf(best)
 }
 
-// releaseLess orders plain major.minor.patch releases numerically.
-func releaseLess(a, b string) bool {
-	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(pa) && i < len(pb); i++ {
-		x, _ := strconv.Atoi(pa[i])
-		y, _ := strconv.Atoi(pb[i])
-		if x != y {
-			return x < y
-		}
-	}
-	return len(pa) < len(pb)
-}
-
-func lineOf(release string) string {
-	parts := strings.SplitN(release, ".", 3)
-	if len(parts) < 2 {
-		return ""
-	}
-	return parts[0] + "." + parts[1]
+// versionLess orders two releases of the tables (all parse).
+func versionLess(a, b string) bool {
+	va, _ := ParseFlinkVersion(a)
+	vb, _ := ParseFlinkVersion(b)
+	return va.Less(vb)
 }
 
 // openPrefixes are the keys Flink leaves open: their names are chosen by

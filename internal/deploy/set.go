@@ -25,7 +25,7 @@ type ImageFacts struct {
 func FactsOf(d *admission.Decision) ImageFacts {
 	f := ImageFacts{Flink: d.Flink, Line: d.Line, JDK: d.JDK}
 	if f.Line == "" {
-		f.Line = lineOf(d.Flink)
+		f.Line = admission.LineOf(d.Flink)
 	}
 	if j, err := admission.ParseJava(d.JDK); err == nil {
 		f.JDKMajor = j.Major
@@ -42,14 +42,6 @@ func FactsOf(d *admission.Decision) ImageFacts {
 		}
 	}
 	return f
-}
-
-func lineOf(v string) string {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return ""
-	}
-	return parts[0] + "." + parts[1]
 }
 
 // Member is one verified container of the set.

@@ -70,7 +70,7 @@ func ReadConfig(fsys fs.FS, s Settings, flinkVersion string) admission.Config {
 func readConfig(fsys fs.FS, s Settings, flinkVersion string, cf *confFileData) admission.Config {
 	file := cf.file
 	c := admission.Config{Role: s.Role, Dir: path.Clean(s.ConfDir), File: file, Env: map[string]string{}, Present: cf.present}
-	if major, minor, ok := majorMinor(flinkVersion); ok && (major >= 2 || major == 1 && minor <= 18) {
+	if v, ok := admission.ParseFlinkVersion(flinkVersion); ok && (v.Major >= 2 || v.Major == 1 && v.Minor <= 18) {
 		other := path.Join(s.ConfDir, "flink-conf.yaml")
 		if path.Base(file) == "flink-conf.yaml" {
 			other = path.Join(s.ConfDir, "config.yaml")

@@ -50,26 +50,16 @@ type javaChoice struct {
 // exists, else flink-conf.yaml; 2.x read config.yaml only.
 func confFile(fsys fs.FS, confDir, flinkVersion string) string {
 	standard, legacy := path.Join(confDir, "config.yaml"), path.Join(confDir, "flink-conf.yaml")
-	major, minor, ok := majorMinor(flinkVersion)
+	v, ok := admission.ParseFlinkVersion(flinkVersion)
 	switch {
-	case ok && major >= 2:
+	case ok && v.Major >= 2:
 		return standard
-	case ok && major == 1 && minor <= 18:
+	case ok && v.Major == 1 && v.Minor <= 18:
 		return legacy
 	case exists(fsys, standard):
 		return standard
 	}
 	return legacy
-}
-
-func majorMinor(v string) (int, int, bool) {
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return 0, 0, false
-	}
-	major, err1 := strconv.Atoi(parts[0])
-	minor, err2 := strconv.Atoi(parts[1])
-	return major, minor, err1 == nil && err2 == nil
 }
 
 // chooseJavaHome derives env.java.home as the process that will run sees
