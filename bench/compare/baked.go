@@ -1,14 +1,14 @@
 package main
 
 import (
-	"archive/zip"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
 // The budgets of a start with a baked deep verdict (issue 30), in the
@@ -69,7 +69,7 @@ func withJobJAR(root string) (string, error) {
 	if err := os.MkdirAll(usrlib, 0o755); err != nil {
 		return "", err
 	}
-	if err := shade(filepath.Join(usrlib, "job.jar"), "org.apache.flink.connector.kafka.source.KafkaSource", jobJARs); err != nil {
+	if err := testkit.Shade(filepath.Join(usrlib, "job.jar"), "org.apache.flink.connector.kafka.source.KafkaSource", jobJARs); err != nil {
 		return "", err
 	}
 	return home, nil
@@ -109,44 +109,6 @@ func withJobJARBaked(jobHome, bin string, env []string) (string, error) {
 	fmt.Printf("job JAR baked in: the entrypoint's `streamfusion check --write-verdict` %.2f s wall, %.2f s CPU\n",
 		time.Since(start).Seconds(), (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 	return home, nil
-}
-
-// shade writes a job JAR from the entries of srcs, the first of a name
-// kept (service files too, as the shade plugin does without its
-// ServicesResourceTransformer), with a Main-Class.
-func shade(out, mainClass string, srcs []string) error {
-	f, err := os.Create(out + ".tmp")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	w := zip.NewWriter(f)
-	m, err := w.Create("META-INF/MANIFEST.MF")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(m, "Manifest-Version: 1.0\r\nMain-Class: %s\r\n\r\n", mainClass)
-	seen := map[string]bool{"META-INF/MANIFEST.MF": true}
-	for _, s := range srcs {
-		r, err := zip.OpenReader(s)
-		if err != nil {
-			return err
-		}
-		for _, e := range r.File {
-			if seen[e.Name] || strings.HasSuffix(e.Name, "/") {
-				continue
-			}
-			seen[e.Name] = true
-			if err := w.Copy(e); err != nil {
-				return fmt.Errorf("%s: %s: %w", s, e.Name, err)
-			}
-		}
-		r.Close()
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return os.Rename(out+".tmp", out)
 }
 
 // bakedVerdicts prints the lines of the baked-verdict budgets.

@@ -7,7 +7,6 @@
 package main
 
 import (
-	"archive/zip"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
 func main() {
@@ -66,7 +67,7 @@ func main() {
 		for _, s := range shaded {
 			srcs = append(srcs, filepath.Join(*jarsDir, s+".jar"))
 		}
-		must(shade(job, "org.apache.paimon.flink.action.FlinkActions", srcs))
+		must(testkit.Shade(job, "org.apache.paimon.flink.action.FlinkActions", srcs))
 	}
 	info, err := os.Stat(job)
 	must(err)
@@ -177,44 +178,6 @@ func run(argv []string) (time.Duration, int64, string) {
 	}
 	cpu[argv[0]] = append(cpu[argv[0]], cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
 	return d, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss, out.String()
-}
-
-// shade writes a job JAR from the entries of srcs, the first of a name
-// kept (service files too, as the shade plugin does without its
-// ServicesResourceTransformer), with a Main-Class.
-func shade(out, mainClass string, srcs []string) error {
-	f, err := os.Create(out + ".tmp")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	w := zip.NewWriter(f)
-	m, err := w.Create("META-INF/MANIFEST.MF")
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(m, "Manifest-Version: 1.0\r\nMain-Class: %s\r\n\r\n", mainClass)
-	seen := map[string]bool{"META-INF/MANIFEST.MF": true}
-	for _, s := range srcs {
-		r, err := zip.OpenReader(s)
-		if err != nil {
-			return err
-		}
-		for _, e := range r.File {
-			if seen[e.Name] || strings.HasSuffix(e.Name, "/") {
-				continue
-			}
-			seen[e.Name] = true
-			if err := w.Copy(e); err != nil {
-				return fmt.Errorf("%s: %s: %w", s, e.Name, err)
-			}
-		}
-		r.Close()
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	return os.Rename(out+".tmp", out)
 }
 
 func median(ds []time.Duration) time.Duration {
