@@ -384,7 +384,7 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 	reported := map[jvm.Edge]bool{}
 	r.cp.Reachable(scopes, func(i int, c *classfile.Class) {
 		jd := all[i]
-		j, own, fix := jd.j, jd.own, jd.fix
+		j, own := jd.j, jd.own
 		if r.maxMajor > 0 && int(c.Major) > r.maxMajor {
 			jd.newer = append(jd.newer, c)
 		}
@@ -402,35 +402,7 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 				r.classFailed(jd, c, u.Class, u.Super, reported, out)
 				return
 			}
-			ref, owner, looked := *u.Ref, u.Ref.Owner, u.Looked
-			kind, list := SymMethod, &out.method
-			member := javaMember(ref)
-			if ref.Kind == classfile.Field {
-				kind, list = SymField, &out.field
-			}
-			where := "its class"
-			if len(looked) > 1 {
-				var ns []string
-				for _, n := range looked[1:] {
-					ns = append(ns, simpleName(n))
-				}
-				where = "the class, then " + strings.Join(ns, ", ")
-			}
-			in := ""
-			if u.In != nil {
-				in = " in " + u.In.Path
-			}
-			hostsFlinkOwn := u.In != nil && r.cp.IsResolvedOnly(u.In) && flinkOwn(owner)
-			sev, what := memberSeverity(j.sev, hostsFlinkOwn), "no "+member+" in "+javaName(owner)+in+" (looked in "+where+")"
-			if hostsFlinkOwn {
-				what += "; " + r.builtFor(j)
-			}
-			*list = append(*list, Finding{Severity: sev, Path: j.jar.Path,
-				Message:  simpleName(c.Name) + " uses " + member + ", which the host does not have",
-				Found:    what,
-				Required: member + ", as " + path.Base(j.jar.Path) + " was built against it",
-				Fix:      fix,
-				Symbol:   &Symbol{Kind: kind, From: c.Name, Owner: owner, Name: ref.Name, Descriptor: ref.Descriptor, JAR: j.jar.Path}})
+			r.memberFailed(jd, c, u, out)
 		})
 	})
 	for _, jd := range all {
@@ -450,6 +422,41 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 			Fix:      "use a build of " + path.Base(j.jar.Path) + " compiled for the host's Java, or a Flink image with a newer JDK",
 			Symbol:   &Symbol{Kind: SymVersion, From: c.Name, Owner: c.Name, JAR: j.jar.Path}})
 	}
+}
+
+// memberFailed reports u, a member reference of c (a reachable class of
+// jd's JAR) that does not resolve, with memberSeverity's severity.
+func (r *resolver) memberFailed(jd *judged, c *classfile.Class, u jvm.Unresolved, out *linkage) {
+	j, fix := jd.j, jd.fix
+	ref, owner, looked := *u.Ref, u.Ref.Owner, u.Looked
+	kind, list := SymMethod, &out.method
+	member := javaMember(ref)
+	if ref.Kind == classfile.Field {
+		kind, list = SymField, &out.field
+	}
+	where := "its class"
+	if len(looked) > 1 {
+		var ns []string
+		for _, n := range looked[1:] {
+			ns = append(ns, simpleName(n))
+		}
+		where = "the class, then " + strings.Join(ns, ", ")
+	}
+	in := ""
+	if u.In != nil {
+		in = " in " + u.In.Path
+	}
+	hostsFlinkOwn := u.In != nil && r.cp.IsResolvedOnly(u.In) && flinkOwn(owner)
+	sev, what := memberSeverity(j.sev, hostsFlinkOwn), "no "+member+" in "+javaName(owner)+in+" (looked in "+where+")"
+	if hostsFlinkOwn {
+		what += "; " + r.builtFor(j)
+	}
+	*list = append(*list, Finding{Severity: sev, Path: j.jar.Path,
+		Message:  simpleName(c.Name) + " uses " + member + ", which the host does not have",
+		Found:    what,
+		Required: member + ", as " + path.Base(j.jar.Path) + " was built against it",
+		Fix:      fix,
+		Symbol:   &Symbol{Kind: kind, From: c.Name, Owner: owner, Name: ref.Name, Descriptor: ref.Descriptor, JAR: j.jar.Path}})
 }
 
 // classFailed reports e, a class that does not load, named by c, a
