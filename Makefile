@@ -166,7 +166,7 @@ test-k8s: k8s-tools
 # reviews/s, p50/p99/max, peak RSS. Not in CI: a measurement.
 bench-webhook:
 	go test -count=1 -run '^$$' -bench '^BenchmarkLoad$$' -benchtime 1x -timeout 20m ./internal/webhook/
-# Latency through the real API server (docs/webhook.md).
+# Latency through the real API server (docs/webhook-reference.md).
 bench-k8s: k8s-tools
 	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAPIServer -benchtime 1x -timeout 20m ./internal/webhook/
 # streamfusion audit of 200 FlinkDeployments over 20 images (docs/audit.md).

@@ -617,7 +617,7 @@ func TestBinaryIsStaticAndLinksNoNetworkCode(t *testing.T) {
 }
 
 // Every start pays for every package init of the binary, whether or not
-// the start needs what it prepares (docs/performance-history.md, issue 19): the
+// the start needs what it prepares (docs/history/performance.md, issue 19): the
 // project's own packages prepare nothing heavy at init (a regular
 // expression compiled at package level costs 5-20 KB and a few dozen
 // allocations; compile it on first use, or match by hand). The runtime

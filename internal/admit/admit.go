@@ -120,7 +120,7 @@ func Check(ctx context.Context, r Request) (*Verdict, error) {
 // DeepMemoryLimit is the soft memory limit of a process that reads class
 // files (host.Settings.Deep), unless GOMEMLIMIT sets one: the parsed
 // classes of a 100 MB job JAR are ~120 MB live, and the garbage collector's
-// default lets the heap grow to twice that (docs/performance-history.md).
+// default lets the heap grow to twice that (docs/history/performance.md).
 const DeepMemoryLimit = 200 << 20
 
 func deepMemoryLimit() {

@@ -44,7 +44,7 @@
 // waiting). Metrics (Prometheus, client_golang) count reviews by kind,
 // operation and verdict, their latency, registry requests and errors, the
 // caches, the budget and the certificate's expiry, on a port of their own
-// (MetricsServer). docs/webhook.md lists every flag and bound.
+// (MetricsServer). docs/webhook-reference.md lists every flag and bound.
 //
 // The server does not read Secrets through the API: registry credentials
 // come from a Docker config (DOCKER_CONFIG) and from pull secrets mounted

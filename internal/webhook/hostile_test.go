@@ -50,7 +50,7 @@ import (
 // Tests of record of what the webhook does with hostile clients: slow
 // ones, oversized header blocks, bodies that are no review, HTTP/2 floods
 // against the real TLS server, and images built to exhaust the reader
-// (decompression bombs). docs/webhook.md, "What a client can send", lists
+// (decompression bombs). docs/webhook-reference.md, "What a client can send", lists
 // the bounds these tests hold.
 
 // seen wraps the server's handler: the requests that reached it, how
