@@ -156,6 +156,10 @@ func (o *auditOptions) restConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// run is the audit command: its flags checked, the cluster client, the
+// judge and the verdict cache built, the objects listed and judged, the
+// report written in each format asked for. It is long because it is that
+// wiring, in the order it runs, and each step is a call.
 func (o *auditOptions) run(c *cobra.Command) error {
 	if o.Concurrency <= 0 {
 		return usagef("--concurrency %d: want 1 or more", o.Concurrency)

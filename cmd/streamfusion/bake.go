@@ -108,6 +108,9 @@ func (o *bakeOptions) sink(c *cobra.Command) (image.Sink, error) {
 	return image.LayoutSink{Dir: o.Layout}, nil
 }
 
+// run is the bake command. It is long because it checks each flag's
+// combination with the others and builds the sources and sinks they name,
+// in the order they run, each step a call.
 func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 	sink, err := o.sink(c)
 	if err != nil {

@@ -86,6 +86,10 @@ type installed struct {
 	Report  report.Report    `json:"report"`
 }
 
+// run is the install command. It is long because it checks its flags,
+// reads the payloads named by path or coordinates, plans, applies or
+// recovers under lib's lock and reports, in the order they run, each step
+// a call.
 func (o *installOptions) run(c *cobra.Command, env, args []string) error {
 	if o.FlinkLine != "" && o.FlinkLine != "2.2" && o.FlinkLine != "1.18" {
 		return usagef("--flink-line %q: want 2.2 or 1.18", o.FlinkLine)

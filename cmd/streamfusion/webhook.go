@@ -49,6 +49,8 @@ type webhookOptions struct {
 	MetricsListen string
 }
 
+// newWebhook declares the webhook command and its flags. It is long
+// because it is one flag a line, each with its default and help.
 func newWebhook(env []string) *cobra.Command {
 	o := &webhookOptions{env: env}
 	c := &cobra.Command{
@@ -137,6 +139,10 @@ expiry.`,
 	return c
 }
 
+// run is the webhook command: its flags checked, the spool, transport,
+// verdict cache, job JAR fetcher, kept views and metrics built, then the
+// server. It is long because it is that wiring, in the order it runs, each
+// step a call.
 func (o *webhookOptions) run(c *cobra.Command) error {
 	if o.TLSCert == "" || o.TLSKey == "" {
 		return usagef("%s needs --tls-cert and --tls-key (the API server calls webhooks over HTTPS only)", c.CommandPath())

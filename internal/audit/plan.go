@@ -36,6 +36,10 @@ type Item struct {
 // with its FlinkDeployment, and the other Pods that start Flink (their
 // roles from their argv, as the entrypoint classifies them; Pods of one
 // owner and one set of images as one row).
+//
+// It is long because it is one pass over the snapshot per kind of object
+// (FlinkDeployments and their Pods, session jobs, the other Flink Pods),
+// each a few lines.
 func Plan(s Snapshot) ([]*Item, []Unread) {
 	var items []*Item
 	var unread []Unread

@@ -91,6 +91,9 @@ type IndexJAR struct {
 
 // DecodeIndex reads the index section: data starts at the verdict's
 // IndexAt and holds at least the section; nlib is the verdict's lib JARs.
+//
+// It is long because every field of the section is read with its own bound
+// check, in the order the format lays them out.
 func DecodeIndex(data []byte, nlib int) (*Index, error) {
 	r := &reader{b: data}
 	n := r.uv()

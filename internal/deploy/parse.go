@@ -156,6 +156,9 @@ type header struct {
 
 type object = map[string]any
 
+// parseDocument reads one YAML document as the kind it names. It is long
+// because it is one case per kind (FlinkDeployment, FlinkSessionJob, Pod,
+// the workloads, compose), each a decode and a call.
 func parseDocument(source, file string, doc []byte) ([]*Resource, error) {
 	var h header
 	if err := k8syaml.Unmarshal(doc, &h); err != nil {

@@ -107,6 +107,9 @@ func (b *bakedFile) readIndex(fsys fs.FS) (*baked.Index, error) {
 //   - lib and usrlib as baked: the verdict's findings, nothing read;
 //   - lib as baked, usrlib not: the verdict's findings on lib, and
 //     usrlib's JARs judged against the verdict's class index.
+//
+// It is long because it is the three cases above, in order, each a few
+// reads.
 func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts, b *bakedFile) (*admission.Deep, string) {
 	lib := path.Clean(s.LibDir)
 	if b == nil {

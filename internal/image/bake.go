@@ -97,6 +97,10 @@ func (r *Refused) Unwrap() error { return admit.ErrRefused }
 // The base's layers are kept as they are (same blobs, same digests); each
 // is read once, or not at all when opt.Read.Cache knows it, and the
 // verification of the result reuses what was read.
+//
+// It is long because it is the bake's steps in order (read the base, check
+// it, write the layer, verify the result, write the deep verdict), each a
+// call.
 func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Result, error) {
 	cfg, err := base.ConfigFile()
 	if err != nil {
@@ -265,6 +269,9 @@ func compress(layer []byte) ([]byte, error) {
 // parent directory of what it writes carries the base's owner, group,
 // mode and time, so that the layer changes no directory of the base.
 // extra are more files to write, by name (the deep verdict).
+//
+// It is long because it writes each kind of entry above in order, each
+// with its own header.
 func bakeLayer(base *view, libDir string, opt BakeOptions, extra map[string][]byte) ([]byte, error) {
 	entries := map[string]*tar.Header{}
 	data := map[string][]byte{}

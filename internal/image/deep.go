@@ -351,6 +351,10 @@ func (o VerifyOptions) readDeep(ctx context.Context, layers []v1.Layer, diffIDs 
 }
 
 // copyJARs reads layer i once and copies the wanted entries to d's directory.
+//
+// It is long because it is one streaming pass over the layer's tar (its
+// progress, decompression, each wanted entry copied within the budget, the
+// layer's digest and what it no longer holds checked after), in order.
 func (o VerifyOptions) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int, diffID string, wanted map[string]int64) error {
 	name := diffID
 	if dg, err := layers[i].Digest(); err == nil {

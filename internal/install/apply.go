@@ -86,6 +86,9 @@ var ErrUnfinished = errors.New("lib holds an unfinished install")
 // the stage and the journal removed. On a failure it recovers as Recover
 // would: lib is then as it was, unless every new file was already in
 // place, and then the install stands and Apply returns nil.
+//
+// It is long because it is the journaled steps above, in order, each
+// followed by its fsync and mark.
 func Apply(p *Plan, root string, ops FileOps) (err error) {
 	if p.Decision == nil || !p.Decision.Admitted() {
 		return &Refused{Plan: p}
@@ -251,6 +254,9 @@ func (r Recovery) String() string {
 // placed is no longer there. The journal's marks must agree with that; a
 // journal that does not (edited, or lib changed by hand since) is refused
 // and left for a person to look at.
+//
+// It is long because it reads the journal, checks each of its marks
+// against lib and rolls forward or back, in that order.
 func Recover(lib string, ops FileOps) (Recovery, error) {
 	if ops == nil {
 		ops = OS{}

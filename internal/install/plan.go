@@ -105,6 +105,10 @@ var Rules = []admission.Rule{
 // Decide plans installing payloads into the lib of s, on fsys rooted at
 // "/". line, when set, is the Flink line the distribution must be. The
 // plan is returned with a *Refused error when the result would not start.
+//
+// It is long because it is the plan's steps in order (read lib, read each
+// payload, pair them with what they replace, judge the result), each a few
+// lines.
 func Decide(ctx context.Context, fsys fs.FS, s host.Settings, line string, payloads []Payload) (*Plan, error) {
 	lib := strings.TrimPrefix(path.Clean("/"+s.LibDir), "/")
 	p := &Plan{LibDir: "/" + lib, data: map[string][]byte{}}

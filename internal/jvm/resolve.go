@@ -125,6 +125,9 @@ func (cp *Classpath) class(l *Loader, name string) (*classfile.Class, *Loader, *
 // included). found is true also when the class does not load (Load says
 // why) or the search reaches a class it cannot see into (the JDK's,
 // jdkMembers aside); looked are the classes it searched, in order.
+//
+// It is long because it follows JVMS 5.4.3.2-4 step by step, in one place,
+// to be read beside the specification.
 func (cp *Classpath) Lookup(l *Loader, ref classfile.Ref) (found bool, looked []string) {
 	declares := func(c *classfile.Class) bool {
 		ms := c.Methods

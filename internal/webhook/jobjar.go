@@ -24,6 +24,10 @@ import (
 // jarURI itself and uploads it to the cluster's JobManager, so the JAR's
 // classes link against that image's lib/. The answer carries the
 // cluster's warnings.
+//
+// It is long because it is one case per outcome of the jarURI and its
+// fetch (unparsable, not fetched by us, gone, refused, unverified,
+// admitted), each with its own answer.
 func (c *Config) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster judgement, limit time.Duration) Outcome {
 	base := Outcome{Images: cluster.images}
 	allow := func(more ...string) Outcome {

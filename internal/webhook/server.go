@@ -359,6 +359,10 @@ type judgement struct {
 // TaskManagers usually share one; a Pod may list thousands); references
 // naming one digest are one image. Images not started by the deadline
 // are not verified.
+//
+// It is long because it is the images verified at once, then one case per
+// verdict (pending, past the deadline, unreadable, refused, admitted),
+// each with its message and finding.
 func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Duration) judgement {
 	type result struct {
 		v   *verdict.Verdict
