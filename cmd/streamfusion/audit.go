@@ -8,39 +8,34 @@ import (
 
 	"github.com/moby/sys/atomicwriter"
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/streamfusion/image-entrypoint/internal/audit"
 	"github.com/streamfusion/image-entrypoint/internal/image"
-	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 	"github.com/streamfusion/image-entrypoint/internal/webhook"
 )
 
 type auditOptions struct {
-	env           []string
-	Kubeconfig    string
-	Context       string
-	Namespaces    []string
-	ImageMaps     []string
-	ImageMapFile  string
-	AddJARs       []string
-	RemoveJARs    []string
-	JSON          bool
-	JSONFile      string
-	JUnit         string
-	PullSecrets   string
-	Platform      string
-	Timeout       time.Duration
-	Concurrency   int
-	JobJARs       string
-	JobJARMax     string
-	JobJARCA      string
-	JobJARAnyHost bool
+	env          []string
+	Kubeconfig   string
+	Context      string
+	Namespaces   []string
+	ImageMaps    []string
+	ImageMapFile string
+	AddJARs      []string
+	RemoveJARs   []string
+	JSON         bool
+	JSONFile     string
+	JUnit        string
+	PullSecrets  string
+	Platform     string
+	Timeout      time.Duration
+	Concurrency  int
+	jobJARFlags
 }
 
 func newAudit(env []string) *cobra.Command {
@@ -97,10 +92,7 @@ UNVERIFIED rows) and nothing judged would be refused; 64 usage error.`,
 	f.StringVar(&o.Platform, "platform", "linux/amd64", "platform of a multi-platform image when the pod's node selector pins none")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "the longest one resource is judged (its images read, its session job's JAR fetched and checked)")
 	f.IntVar(&o.Concurrency, "concurrency", 4, "resources judged at once (bounds the registry reads under way)")
-	f.StringVar(&o.JobJARs, "job-jars", "fetch", "a FlinkSessionJob's http(s) jarURI: fetch (and deep-check it on its cluster's images) or off")
-	f.StringVar(&o.JobJARMax, "job-jar-max-size", "512Mi", "the largest job JAR fetched (a Kubernetes quantity)")
-	f.StringVar(&o.JobJARCA, "job-jar-ca-file", "", "PEM CA certificates trusted for https jarURIs besides the system roots")
-	f.BoolVar(&o.JobJARAnyHost, "job-jar-any-host", false, "also fetch jarURIs whose host is a loopback, link-local, multicast or unspecified address")
+	o.jobJARFlags.bind(f)
 	return c
 }
 
@@ -185,7 +177,7 @@ func (o *auditOptions) run(c *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
-	jobs, err := o.jobFetcher()
+	jobs, err := o.fetcher(nil, "streamfusion-audit")
 	if err != nil {
 		return err
 	}
@@ -262,26 +254,6 @@ func (o *auditOptions) run(c *cobra.Command) error {
 		return &reportedError{&statusError{code: code, err: fmt.Errorf("audit: exit %d", code)}}
 	}
 	return nil
-}
-
-// jobFetcher is the session jobs' JAR fetcher; nil with --job-jars=off.
-func (o *auditOptions) jobFetcher() (*jobjar.Fetcher, error) {
-	switch o.JobJARs {
-	case "off":
-		return nil, nil
-	case "fetch":
-	default:
-		return nil, usagef("--job-jars %q: want fetch or off", o.JobJARs)
-	}
-	q, err := resource.ParseQuantity(o.JobJARMax)
-	if err != nil || q.Value() <= 0 {
-		return nil, usagef("--job-jar-max-size %q: want a positive quantity such as 512Mi", o.JobJARMax)
-	}
-	f, err := jobjar.New(jobjar.Options{MaxBytes: q.Value(), CAFile: o.JobJARCA, AnyHost: o.JobJARAnyHost, UserAgent: "streamfusion-audit"})
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	return f, nil
 }
 
 // isTerminal says whether w is a character device (a terminal).

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
-	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
@@ -37,12 +36,9 @@ type webhookOptions struct {
 	JSONLog       bool
 	Kubeconfig    string
 	Clusters      string
-	JobJARs       string
-	JobJARMax     string
+	jobJARFlags
 	KeptImages    int
 	KeptSize      string
-	JobJARCA      string
-	JobJARAnyHost bool
 	SpoolBudget   string
 	RegistryMax   int
 	ReviewReads   int
@@ -126,12 +122,9 @@ expiry.`,
 	f.BoolVar(&o.JSONLog, "log-json", false, "log JSON lines")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig for the API (default: the pod's ServiceAccount)")
 	f.StringVar(&o.Clusters, "clusters", "api", "how a FlinkSessionJob's FlinkDeployment is found: api (read through the Kubernetes API) or none")
-	f.StringVar(&o.JobJARs, "job-jars", "fetch", "a FlinkSessionJob's http(s) jarURI: fetch (and deep-check it on its cluster's images) or off")
-	f.StringVar(&o.JobJARMax, "job-jar-max-size", "512Mi", "the largest job JAR fetched (a Kubernetes quantity: 512Mi, 1Gi)")
+	o.jobJARFlags.bind(f)
 	f.IntVar(&o.KeptImages, "kept-images", image.DefaultViews, "images whose lib copies stay in the temporary directory for the next session-job JAR on them (0: none, each new JAR reads its image again)")
 	f.StringVar(&o.KeptSize, "kept-images-size", "1Gi", "at most this much of those copies (a Kubernetes quantity: 512Mi, 1Gi)")
-	f.StringVar(&o.JobJARCA, "job-jar-ca-file", "", "PEM CA certificates trusted for https jarURIs besides the system roots")
-	f.BoolVar(&o.JobJARAnyHost, "job-jar-any-host", false, "also fetch jarURIs whose host is a loopback, link-local, multicast or unspecified address")
 	f.StringVar(&o.SpoolBudget, "spool-budget", DefaultSpoolBudget, "the most bytes all reviews write to the temporary directory at once (a Kubernetes quantity; keep it below the directory's size limit)")
 	f.IntVar(&o.RegistryMax, "registry-requests", DefaultRegistryRequests, "the most registry requests under way at once, all reviews together")
 	f.IntVar(&o.ReviewReads, "review-reads", webhook.DefaultReviewReads, "the most images one review verifies at once")
@@ -182,7 +175,7 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		return usagef("%v", err)
 	}
 	log := report.Logger(c.ErrOrStderr(), o.JSONLog, "info")
-	jobs, err := o.jobFetcher(spooled)
+	jobs, err := o.fetcher(spooled, "streamfusion-webhook")
 	if err != nil {
 		return err
 	}
@@ -272,27 +265,6 @@ func (o *webhookOptions) keptViews() (*image.Views, error) {
 		return nil, nil
 	}
 	return image.NewViews(o.KeptImages, q.Value()), nil
-}
-
-// jobFetcher is the session jobs' JAR fetcher the flags ask for; nil
-// with --job-jars=off.
-func (o *webhookOptions) jobFetcher(budget *spool.Budget) (*jobjar.Fetcher, error) {
-	switch o.JobJARs {
-	case "off":
-		return nil, nil
-	case "fetch":
-	default:
-		return nil, usagef("--job-jars %q: want fetch or off", o.JobJARs)
-	}
-	q, err := resource.ParseQuantity(o.JobJARMax)
-	if err != nil || q.Value() <= 0 {
-		return nil, usagef("--job-jar-max-size %q: want a positive quantity such as 512Mi", o.JobJARMax)
-	}
-	f, err := jobjar.New(jobjar.Options{MaxBytes: q.Value(), Budget: budget, CAFile: o.JobJARCA, AnyHost: o.JobJARAnyHost, UserAgent: "streamfusion-webhook"})
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	return f, nil
 }
 
 // apiClusters starts the FlinkDeployments' informer with the kubeconfig or
