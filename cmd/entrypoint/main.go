@@ -248,12 +248,12 @@ func admissionContext(timeout time.Duration, caught <-chan os.Signal) (context.C
 // checkHere checks this host within the admission deadline, stopped by a
 // signal on caught (nil: none), even one that arrives as the check
 // finishes.
-func checkHere(cfg settings.Config, p process, caught <-chan os.Signal) (*admit.Verdict, error) {
+func checkHere(cfg settings.Config, p process, caught <-chan os.Signal) (*admit.Checked, error) {
 	return checkWith(admit.Check, cfg, p, caught)
 }
 
 // checkWith is checkHere with how to check: admit.Check, or admit.Bake.
-func checkWith(how func(context.Context, admit.Request) (*admit.Verdict, error), cfg settings.Config, p process, caught <-chan os.Signal) (*admit.Verdict, error) {
+func checkWith(how func(context.Context, admit.Request) (*admit.Checked, error), cfg settings.Config, p process, caught <-chan os.Signal) (*admit.Checked, error) {
 	ctx, stop := admissionContext(cfg.Timeout, caught)
 	v, err := how(ctx, request(cfg, p))
 	if sig := stop(); sig != nil {

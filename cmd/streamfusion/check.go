@@ -95,7 +95,7 @@ func (o *checkOptions) run(c *cobra.Command, env []string) error {
 // deepCheck checks the distribution s names as check does, shadowing and
 // linkage included, and with write, when it is admitted, writes lib's deep
 // verdict and class index beside it for every start to apply.
-func deepCheck(ctx context.Context, s host.Settings, write bool) (*admit.Verdict, error) {
+func deepCheck(ctx context.Context, s host.Settings, write bool) (*admit.Checked, error) {
 	s.Deep = true // shadowing and linkage: the CLI always checks them
 	r := admit.Request{Root: os.DirFS("/"), Settings: s}
 	if write {

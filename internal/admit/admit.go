@@ -6,8 +6,8 @@
 // also writes lib's deep verdict); nothing else puts Gather and Decide
 // together.
 //
-// Its outcomes are plain data and typed errors: a Verdict, ErrRefused for a
-// verdict that refuses, *TimeoutError when the deadline passed, *Interrupted
+// Its outcomes are plain data and typed errors: a Checked, ErrRefused for a
+// check that refuses, *TimeoutError when the deadline passed, *Interrupted
 // when the caller stopped it for a signal. It does not render (package
 // report does) and does not choose exit statuses: each binary maps these
 // error types to its statuses once, in main.
@@ -46,14 +46,15 @@ type Request struct {
 // Rule is a caller's check on what was gathered and decided.
 type Rule func(*admission.Facts, *admission.Decision) []admission.Finding
 
-// Verdict is what was gathered and what was decided on it.
-type Verdict struct {
+// Checked is what one check gathered and what it decided on it (the
+// Decision, with its Facts).
+type Checked struct {
 	Facts    *admission.Facts
 	Decision *admission.Decision
 }
 
-// Err is nil for a verdict that admits, ErrRefused for one that refuses.
-func (v *Verdict) Err() error {
+// Err is nil for a check that admits, ErrRefused for one that refuses.
+func (v *Checked) Err() error {
 	if v.Decision.Admitted() {
 		return nil
 	}
@@ -78,13 +79,13 @@ type Interrupted struct{ Signal os.Signal }
 func (e *Interrupted) Error() string { return "received " + e.Signal.String() }
 
 // Check gathers and decides. The verdict comes with a nil error, whether it
-// admits or refuses (Verdict.Err tells). When ctx ends first, or as the
+// admits or refuses (Checked.Err tells). When ctx ends first, or as the
 // check finishes, there is no verdict: Check returns at once, even with a read blocked (a FIFO named *.jar, a hung network
 // file system): with the context's cause if that is an *Interrupted, a
 // *TimeoutError for a deadline, ctx.Err() otherwise.
-func Check(ctx context.Context, r Request) (*Verdict, error) {
+func Check(ctx context.Context, r Request) (*Checked, error) {
 	type result struct {
-		v   *Verdict
+		v   *Checked
 		err error
 	}
 	if r.Settings.Deep || r.Settings.Baked { // a baked verdict judges new usrlib JARs' classes
@@ -104,7 +105,7 @@ func Check(ctx context.Context, r Request) (*Verdict, error) {
 		}
 		d.Findings = append(own, d.Findings...)
 		facts.Deep.Close() // the class indexes are read: release their JARs
-		done <- result{v: &Verdict{Facts: facts, Decision: d}}
+		done <- result{v: &Checked{Facts: facts, Decision: d}}
 	}()
 	select {
 	case res := <-done:
@@ -150,7 +151,7 @@ func stopped(ctx context.Context, p *host.Progress) error {
 // (host.VerdictFile, internal/baked) for every start to apply: lib and
 // usrlib as they are now, judged once. A verdict that refuses writes
 // nothing.
-func Bake(ctx context.Context, r Request) (*Verdict, error) {
+func Bake(ctx context.Context, r Request) (*Checked, error) {
 	r.Settings.Deep = true
 	var verdict []byte
 	var verdictErr error
