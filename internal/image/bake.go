@@ -117,13 +117,14 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if opt.DeepVerdict {
 		opt.Read.Deep = true
 	}
-	if opt.Read.deepWanted(c) {
-		if opt.Read.keep, err = newKeeper(opt.Read.TempDir, opt.Read.Budget); err != nil {
+	r := &run{VerifyOptions: opt.Read}
+	if r.deepWanted(c) {
+		if r.keep, err = newKeeper(r.TempDir, r.Budget); err != nil {
 			return nil, nil, err
 		}
-		defer opt.Read.keep.remove()
+		defer r.keep.remove()
 	}
-	facts, baseView, err := opt.Read.readAll(ctx, base, sel)
+	facts, baseView, err := r.readAll(ctx, base, sel)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,7 +138,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	}
 
 	// Verify the result from the base's facts and the new layer's.
-	s := &scanner{sel: sel, tempDir: opt.Read.TempDir, keep: opt.Read.keep, layer: len(facts)}
+	s := &scanner{sel: sel, tempDir: r.TempDir, keep: r.keep, layer: len(facts)}
 	defer s.close()
 	top, err := s.scan(bytes.NewReader(layer), "")
 	if err != nil {
@@ -153,14 +154,14 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	}
 	all := append(facts[:len(facts):len(facts)], top)
 	v := merge(all)
-	if opt.Read.keep == nil && opt.Read.deepWanted(bc) {
+	if r.keep == nil && r.deepWanted(bc) {
 		// The base's settings did not ask for the deep check, the baked image's do.
-		if opt.Read.keep, err = newKeeper(opt.Read.TempDir, opt.Read.Budget); err != nil {
+		if r.keep, err = newKeeper(r.TempDir, r.Budget); err != nil {
 			return nil, nil, err
 		}
-		defer opt.Read.keep.remove()
+		defer r.keep.remove()
 	}
-	d, err := opt.Read.deep(ctx, img, bakedCfg, all, v, bc.LibDir)
+	d, err := r.deep(ctx, img, bakedCfg, all, v, bc.LibDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}

@@ -290,7 +290,7 @@ func (b *budget) add(name string, size int64, entries int) error {
 // and the wanted entries copied to the keeper's directory. Copies nothing
 // wants are deleted at once. The job JARs are placed in usrlib (they stay
 // where they are on disk).
-func (o VerifyOptions) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
+func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
 	if o.keep == nil {
 		return nil, errors.New("the deep check has no directory to keep JARs in")
 	}
@@ -355,7 +355,7 @@ func (o VerifyOptions) readDeep(ctx context.Context, layers []v1.Layer, diffIDs 
 // It is long because it is one streaming pass over the layer's tar (its
 // progress, decompression, each wanted entry copied within the budget, the
 // layer's digest and what it no longer holds checked after), in order.
-func (o VerifyOptions) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int, diffID string, wanted map[string]int64) error {
+func (o *run) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int, diffID string, wanted map[string]int64) error {
 	name := diffID
 	if dg, err := layers[i].Digest(); err == nil {
 		name = dg.String()

@@ -26,7 +26,7 @@ func mergedView(t *testing.T, layers ...v1.Layer) *view {
 	t.Helper()
 	img, err := mutate.AppendLayers(empty.Image, layers...)
 	require.NoError(t, err)
-	facts, err := VerifyOptions{TempDir: t.TempDir()}.readFacts(context.Background(), img, flinkSel)
+	facts, err := (&run{VerifyOptions: VerifyOptions{TempDir: t.TempDir()}}).readFacts(context.Background(), img, flinkSel)
 	require.NoError(t, err)
 	return merge(facts)
 }

@@ -70,8 +70,14 @@ type VerifyOptions struct {
 	// two checks of one image digest with different job JARs can differ,
 	// and a cache of verdicts must key them by the JARs' contents too.
 	JobJARs []JobJAR
+}
 
-	keep *keeper // set by Verify and Bake when the check is deep
+// run is one verification's or bake's state beside its options, which it
+// never writes: the copies of JARs the deep check keeps (nil when the
+// check is not deep).
+type run struct {
+	VerifyOptions
+	keep *keeper
 }
 
 // countingReader reports the bytes read through it, at most every MiB.
@@ -100,7 +106,7 @@ func cacheKey(diffID string, sel *selection) string {
 // reading the layer once, front to back. The layers are listed only when
 // one must be read: listing a saved tarball's hashes every layer blob for
 // the manifest's digests, which a layer the cache answers does not need.
-func (o VerifyOptions) readFacts(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, error) {
+func (o *run) readFacts(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, error) {
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("read image config: %w", err)

@@ -183,28 +183,29 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := newSelection(c, cfg.Architecture)
+	r := &run{VerifyOptions: o}
 	var dc *deepCache
 	if o.deepWanted(c) {
 		dc = o.deepCacheFor(cfg)
 		if findings, ok := dc.get(); ok {
 			// The deep result of these layers is known: their facts
 			// only, no copy of any JAR kept, no layer read again.
-			_, v, err := o.readAll(ctx, img, sel)
+			_, v, err := r.readAll(ctx, img, sel)
 			if err != nil {
 				return nil, err
 			}
 			return decideCached(ctx, cfg, c, v, findings)
 		}
-		if o.keep, err = newKeeper(o.TempDir, o.Budget); err != nil {
+		if r.keep, err = newKeeper(o.TempDir, o.Budget); err != nil {
 			return nil, err
 		}
-		defer o.keep.remove()
+		defer r.keep.remove()
 	}
-	facts, v, err := o.readAll(ctx, img, sel)
+	facts, v, err := r.readAll(ctx, img, sel)
 	if err != nil {
 		return nil, err
 	}
-	d, err := o.deep(ctx, img, cfg, facts, v, c.LibDir)
+	d, err := r.deep(ctx, img, cfg, facts, v, c.LibDir)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +226,7 @@ func (o VerifyOptions) deepWanted(c settings.Config) bool {
 
 // deep returns the merged view with the bytes the deep check reads, or
 // nil when the check is not deep (no keeper was made).
-func (o VerifyOptions) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
+func (o *run) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
 	if o.keep == nil {
 		return nil, nil
 	}

@@ -125,7 +125,7 @@ func (vs *Views) acquire(ctx context.Context, o VerifyOptions, img v1.Image, dig
 	}
 	vs.mu.Unlock()
 
-	err := o.prepare(ctx, img, k)
+	err := (&run{VerifyOptions: o}).prepare(ctx, img, k)
 
 	vs.mu.Lock()
 	if err != nil {
@@ -216,7 +216,7 @@ func (vs *Views) Len() (int, int64) {
 
 // prepare reads img for the deep check without job JARs into k: what
 // Verify reads before it places them.
-func (o VerifyOptions) prepare(ctx context.Context, img v1.Image, k *kept) error {
+func (o *run) prepare(ctx context.Context, img v1.Image, k *kept) error {
 	cfg, err := img.ConfigFile()
 	if err != nil {
 		return fmt.Errorf("read image config: %w", err)

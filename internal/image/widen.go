@@ -24,7 +24,7 @@ const maxReadings = 3
 // (/opt/flink -> /opt/flink-2.2.1) or a JAR in one that links outside
 // (lib/x.jar -> ../opt/x.jar), the layers are read again keeping that too.
 // Images without such links are read once; the cache keeps each reading.
-func (o VerifyOptions) readAll(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, *view, error) {
+func (o *run) readAll(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, *view, error) {
 	for reading := 1; ; reading++ {
 		facts, err := o.readFacts(ctx, img, sel)
 		if err != nil {
