@@ -92,7 +92,7 @@ UNVERIFIED rows) and nothing judged would be refused; 64 usage error.`,
 	f.StringVar(&o.Platform, "platform", "linux/amd64", "platform of a multi-platform image when the pod's node selector pins none")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "the longest one resource is judged (its images read, its session job's JAR fetched and checked)")
 	f.IntVar(&o.Concurrency, "concurrency", 4, "resources judged at once (bounds the registry reads under way)")
-	o.jobJARFlags.bind(f)
+	o.bind(f)
 	return c
 }
 

@@ -122,7 +122,7 @@ expiry.`,
 	f.BoolVar(&o.JSONLog, "log-json", false, "log JSON lines")
 	f.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig for the API (default: the pod's ServiceAccount)")
 	f.StringVar(&o.Clusters, "clusters", "api", "how a FlinkSessionJob's FlinkDeployment is found: api (read through the Kubernetes API) or none")
-	o.jobJARFlags.bind(f)
+	o.bind(f)
 	f.IntVar(&o.KeptImages, "kept-images", image.DefaultViews, "images whose lib copies stay in the temporary directory for the next session-job JAR on them (0: none, each new JAR reads its image again)")
 	f.StringVar(&o.KeptSize, "kept-images-size", "1Gi", "at most this much of those copies (a Kubernetes quantity: 512Mi, 1Gi)")
 	f.StringVar(&o.SpoolBudget, "spool-budget", DefaultSpoolBudget, "the most bytes all reviews write to the temporary directory at once (a Kubernetes quantity; keep it below the directory's size limit)")
