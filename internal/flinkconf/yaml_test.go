@@ -1,4 +1,4 @@
-package flinkconf
+package flinkconf_test
 
 import (
 	"fmt"
@@ -8,28 +8,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/flinkconf"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
 )
 
 const file = "/opt/flink/conf/config.yaml"
-
-// aliasBomb is a mapping of levels mappings, each holding width aliases
-// to the level below: width^levels values once expanded.
-func aliasBomb(levels, width int) string {
-	var b strings.Builder
-	b.WriteString("a0: &a0 {k: v, home: x}\n")
-	for i := 1; i <= levels; i++ {
-		fmt.Fprintf(&b, "a%d: &a%d {", i, i)
-		for j := range width {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "k%d: *a%d", j, i-1)
-		}
-		b.WriteString("}\n")
-	}
-	b.WriteString("env.java.home: /usr\nclassloader.parent-first-patterns.additional: x\n")
-	return b.String()
-}
 
 // doubling is a bomb within Flink's 50 aliases: 25 levels, each of two
 // aliases to the level below (format: a level's collection, given the name
@@ -51,22 +35,22 @@ var hostile = []struct {
 	data string
 	want error
 }{
-	{"the mapping alias bomb (9 levels of 9)", aliasBomb(9, 9), ErrFlink},
-	{"a doubling bomb within 50 aliases", doubling("[x]", "[*l%d, *l%d]"), ErrLimit},
-	{"a long scalar aliased a thousand times", "s: &s " + strings.Repeat("x", 500<<10) + "\nl: [" + strings.Repeat("*s, ", 999) + "*s]\n", ErrLimit},
-	{"a long scalar aliased across many keys", "s: &s " + strings.Repeat("x", 500<<10) + "\n" + manyKeysOf(50, "[*s, *s]"), ErrLimit},
+	{"the mapping alias bomb (9 levels of 9)", testkit.AliasBomb(), flinkconf.ErrFlink},
+	{"a doubling bomb within 50 aliases", doubling("[x]", "[*l%d, *l%d]"), flinkconf.ErrLimit},
+	{"a long scalar aliased a thousand times", "s: &s " + strings.Repeat("x", 500<<10) + "\nl: [" + strings.Repeat("*s, ", 999) + "*s]\n", flinkconf.ErrLimit},
+	{"a long scalar aliased across many keys", "s: &s " + strings.Repeat("x", 500<<10) + "\n" + manyKeysOf(50, "[*s, *s]"), flinkconf.ErrLimit},
 	// 2^25 mappings that hold no key: nothing is rendered and no
 	// entry made, only the nodes visited count.
-	{"a doubling bomb of empty mappings", doubling("{}", "{a: *l%d, b: *l%d}"), ErrLimit},
-	{"a sequence that holds itself", "a: &a [x, *a]\n", ErrLimit},
-	{"a mapping that holds itself", "a: &a {b: *a}\n", ErrLimit},
-	{"nesting deeper than the limit", strings.Repeat("[", 100) + strings.Repeat("]", 100), ErrFlink}, // not a mapping
-	{"nested mappings deeper than the limit", deepMappings(100), ErrLimit},
-	{"nested lists deeper than the limit", "a: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", ErrLimit},
-	{"more keys than the limit", manyKeys(MaxEntries + 1), ErrLimit},
-	{"larger than the limit", "a: " + strings.Repeat("x", MaxBytes) + "\n", ErrLimit},
-	{"an unknown alias", "a: *nope\n", ErrFlink},
-	{"merge keys past 50 aliases", "b: &b {x: 1}\n" + manyMerges(51), ErrFlink},
+	{"a doubling bomb of empty mappings", doubling("{}", "{a: *l%d, b: *l%d}"), flinkconf.ErrLimit},
+	{"a sequence that holds itself", "a: &a [x, *a]\n", flinkconf.ErrLimit},
+	{"a mapping that holds itself", "a: &a {b: *a}\n", flinkconf.ErrLimit},
+	{"nesting deeper than the limit", strings.Repeat("[", 100) + strings.Repeat("]", 100), flinkconf.ErrFlink}, // not a mapping
+	{"nested mappings deeper than the limit", deepMappings(100), flinkconf.ErrLimit},
+	{"nested lists deeper than the limit", "a: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", flinkconf.ErrLimit},
+	{"more keys than the limit", manyKeys(flinkconf.MaxEntries + 1), flinkconf.ErrLimit},
+	{"larger than the limit", "a: " + strings.Repeat("x", flinkconf.MaxBytes) + "\n", flinkconf.ErrLimit},
+	{"an unknown alias", "a: *nope\n", flinkconf.ErrFlink},
+	{"merge keys past 50 aliases", "b: &b {x: 1}\n" + manyMerges(51), flinkconf.ErrFlink},
 }
 
 func deepMappings(n int) string {
@@ -109,7 +93,7 @@ func TestReadYAMLRefusesHostileFiles(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			entries, err := ReadYAML([]byte(c.data), file)
+			entries, err := flinkconf.ReadYAML([]byte(c.data), file)
 			runtime.ReadMemStats(&after)
 			require.ErrorIs(t, err, c.want)
 			assert.Contains(t, err.Error(), file, "the error names the file")
@@ -126,7 +110,7 @@ func TestReadYAMLRefusesHostileFiles(t *testing.T) {
 func TestReadYAMLReadsAliasesFlinkLoads(t *testing.T) {
 	var fifty strings.Builder
 	fifty.WriteString("b: &b [1, 2]\n")
-	for i := range MaxAliases {
+	for i := range flinkconf.MaxAliases {
 		fmt.Fprintf(&fifty, "r%d: *b\n", i)
 	}
 	for _, c := range []struct {
@@ -139,7 +123,7 @@ func TestReadYAMLReadsAliasesFlinkLoads(t *testing.T) {
 		{"scalar aliases are free", "s: &s v\nl: [" + strings.Repeat("*s, ", 200) + "*s]\n", map[string]string{"s": "v"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			entries, err := ReadYAML([]byte(c.data), file)
+			entries, err := flinkconf.ReadYAML([]byte(c.data), file)
 			require.NoError(t, err)
 			got := map[string]string{}
 			for _, e := range entries {
@@ -153,7 +137,7 @@ func TestReadYAMLReadsAliasesFlinkLoads(t *testing.T) {
 }
 
 func TestReadYAMLListItems(t *testing.T) {
-	entries, err := ReadYAML([]byte("a: [x, 'y: z', {k: v}]\nb: x;y\n"), file)
+	entries, err := flinkconf.ReadYAML([]byte("a: [x, 'y: z', {k: v}]\nb: x;y\n"), file)
 	require.NoError(t, err)
 	require.Len(t, entries, 2)
 	assert.Equal(t, []string{"x", "y: z", "{k: v}"}, entries[0].Items)
@@ -163,10 +147,10 @@ func TestReadYAMLListItems(t *testing.T) {
 
 func TestReadLegacyAndDynamic(t *testing.T) {
 	src := func(i int) string { return fmt.Sprint("line ", i+1) }
-	got := ReadLegacy("a: 1 # c\r\nb:2\n  c :  x: y  \n- e: f\nk: \n", src)
-	assert.Equal(t, []Entry{{Key: "a", Value: "1", Source: "line 1"}, {Key: "c", Value: "x: y", Source: "line 3"}, {Key: "- e", Value: "f", Source: "line 4"}}, got)
-	d := Dynamic([]string{"-Da=2", "-D", "b=c=d", "-De", "x", "-D"})
-	assert.Equal(t, []Entry{{Key: "a", Value: "2", Source: "argv (-D)"}, {Key: "b", Value: "c=d", Source: "argv (-D)"}, {Key: "e", Value: "true", Source: "argv (-D)"}}, d)
+	got := flinkconf.ReadLegacy("a: 1 # c\r\nb:2\n  c :  x: y  \n- e: f\nk: \n", src)
+	assert.Equal(t, []flinkconf.Entry{{Key: "a", Value: "1", Source: "line 1"}, {Key: "c", Value: "x: y", Source: "line 3"}, {Key: "- e", Value: "f", Source: "line 4"}}, got)
+	d := flinkconf.Dynamic([]string{"-Da=2", "-D", "b=c=d", "-De", "x", "-D"})
+	assert.Equal(t, []flinkconf.Entry{{Key: "a", Value: "2", Source: "argv (-D)"}, {Key: "b", Value: "c=d", Source: "argv (-D)"}, {Key: "e", Value: "true", Source: "argv (-D)"}}, d)
 }
 
 // FuzzReadYAML: any bytes give entries or an error, never a panic, and
@@ -180,14 +164,14 @@ func FuzzReadYAML(f *testing.F) {
 	f.Add([]byte("a:\n  b: 0x10\n  c: [x, 'y: z']\na.d: 1e7\n"))
 	f.Add([]byte("a: &a [x, x]\nb: [*a, *a]\nc: {d: *a}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		entries, err := ReadYAML(data, file)
+		entries, err := flinkconf.ReadYAML(data, file)
 		if err != nil {
 			if len(entries) > 0 {
 				t.Fatalf("entries with an error: %v", err)
 			}
 			return
 		}
-		if len(entries) > MaxEntries {
+		if len(entries) > flinkconf.MaxEntries {
 			t.Fatalf("%d entries", len(entries))
 		}
 		total := 0
@@ -197,7 +181,7 @@ func FuzzReadYAML(f *testing.F) {
 				total += len(it)
 			}
 		}
-		if total > MaxRendered+MaxBytes {
+		if total > flinkconf.MaxRendered+flinkconf.MaxBytes {
 			t.Fatalf("%d bytes rendered", total)
 		}
 	})
