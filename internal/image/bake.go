@@ -119,7 +119,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	}
 	r := &run{VerifyOptions: opt.Read}
 	if r.deepWanted(c) {
-		if r.keep, err = newKeeper(r.TempDir, r.Budget); err != nil {
+		if r.keep, err = newJARCopies(r.TempDir, r.Budget); err != nil {
 			return nil, nil, err
 		}
 		defer r.keep.remove()
@@ -156,7 +156,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	v := merge(all)
 	if r.keep == nil && r.deepWanted(bc) {
 		// The base's settings did not ask for the deep check, the baked image's do.
-		if r.keep, err = newKeeper(r.TempDir, r.Budget); err != nil {
+		if r.keep, err = newJARCopies(r.TempDir, r.Budget); err != nil {
 			return nil, nil, err
 		}
 		defer r.keep.remove()

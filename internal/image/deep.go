@@ -79,38 +79,38 @@ func (f diskFile) drop() {
 
 var _ fs.ReadLinkFS = (*deepFS)(nil)
 
-// keeper keeps, while the layers are read for their facts, a copy of
+// jarCopies keeps, while the layers are read for their facts, a copy of
 // every JAR read (a layer's first entry of a name, the one the merged view
 // keeps) in a private temporary directory, so that the deep check reads
 // again only the layers the cache answered. It keeps at most maxDeepBytes
 // and maxDeepJARs; what it did not keep is read again, and bounded then.
 // Verify and Bake make one when the check is deep and remove its
 // directory, with every copy in it, before they return.
-type keeper struct {
+type jarCopies struct {
 	dir      string
 	budget   *spool.Budget
 	mu       sync.Mutex
-	files    map[keptKey]diskFile // path "" while being written
+	files    map[copyKey]diskFile // path "" while being written
 	bytes    int64
 	releases []func() // the budget's reservations of the files below dir
 }
 
-type keptKey struct {
+type copyKey struct {
 	layer int
 	name  string
 }
 
-func newKeeper(tempDir string, budget *spool.Budget) (*keeper, error) {
+func newJARCopies(tempDir string, budget *spool.Budget) (*jarCopies, error) {
 	dir, err := os.MkdirTemp(tempDir, "streamfusion-deep-*")
 	if err != nil {
 		return nil, fmt.Errorf("the deep check's temporary directory: %w", err)
 	}
-	return &keeper{dir: dir, budget: budget, files: map[keptKey]diskFile{}}, nil
+	return &jarCopies{dir: dir, budget: budget, files: map[copyKey]diskFile{}}, nil
 }
 
 // remove deletes the directory and every copy in it, and releases their
 // reservations of the budget.
-func (k *keeper) remove() {
+func (k *jarCopies) remove() {
 	if k == nil {
 		return
 	}
@@ -125,8 +125,8 @@ func (k *keeper) remove() {
 }
 
 // reserve reserves size bytes of the budget for a copy below the
-// keeper's directory, released by remove (or earlier by the copy's drop).
-func (k *keeper) reserve(ctx context.Context, size int64, what string) (func(), error) {
+// copies' directory, released by remove (or earlier by the copy's drop).
+func (k *jarCopies) reserve(ctx context.Context, size int64, what string) (func(), error) {
 	release, err := k.budget.Reserve(ctx, size, what)
 	if err != nil {
 		return nil, err
@@ -138,11 +138,11 @@ func (k *keeper) reserve(ctx context.Context, size int64, what string) (func(), 
 }
 
 // keep copies the JAR name of layer from ra, size bytes long.
-func (k *keeper) keep(ctx context.Context, layer int, name string, ra io.ReaderAt, size int64) error {
+func (k *jarCopies) keep(ctx context.Context, layer int, name string, ra io.ReaderAt, size int64) error {
 	if k == nil {
 		return nil
 	}
-	key := keptKey{layer, name}
+	key := copyKey{layer, name}
 	k.mu.Lock()
 	if _, ok := k.files[key]; ok || k.bytes+size > maxDeepBytes || len(k.files) >= maxDeepJARs {
 		k.mu.Unlock()
@@ -287,7 +287,7 @@ func (b *budget) add(name string, size int64, entries int) error {
 // writing the path, what whiteouts left). The copies the first reading
 // kept are used; the layers holding the others (those the cache answered)
 // are read again, front to back, each checked against its diff ID again,
-// and the wanted entries copied to the keeper's directory. Copies nothing
+// and the wanted entries copied to the copies' directory. Copies nothing
 // wants are deleted at once. The job JARs are placed in usrlib (they stay
 // where they are on disk).
 func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {

@@ -190,7 +190,7 @@ func (s *selection) key() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-func (s *selection) keep(name string) (k keeping, asJAR bool) {
+func (s *selection) keep(name string) (k fileUse, asJAR bool) {
 	if s.inDirs(name) || s.jars[name] {
 		return contents, true
 	}
@@ -230,7 +230,7 @@ type scanner struct {
 	buf     []byte
 	spool   *os.File
 	implied map[string]bool // directories of the files the scan left out
-	keep    *keeper         // when set, keeps a copy of every JAR read, for the deep check
+	keep    *jarCopies      // when set, keeps a copy of every JAR read, for the deep check
 	layer   int             // the index of the layer scanned, for keep
 	budget  *spool.Budget   // reserved for the spool file's bytes while it holds a JAR
 }

@@ -24,12 +24,12 @@ const maxKeptFile = 2 << 30
 // contents this tool will not trust.
 var ErrLayer = errors.New("unsafe layer entry")
 
-// keeping is what a scan keeps of a regular file.
-type keeping int
+// fileUse is what a scan keeps of a regular file.
+type fileUse int
 
 // What a scan keeps of a file.
 const (
-	skip     keeping = iota // leave it out
+	skip     fileUse = iota // leave it out
 	presence                // keep an empty stand-in: only its existence matters
 	contents                // keep its bytes (or, below the payload directories, its JAR facts)
 )

@@ -77,7 +77,7 @@ type VerifyOptions struct {
 // check is not deep).
 type run struct {
 	VerifyOptions
-	keep *keeper
+	keep *jarCopies
 }
 
 // countingReader reports the bytes read through it, at most every MiB.

@@ -196,7 +196,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 			}
 			return decideCached(ctx, cfg, c, v, findings)
 		}
-		if r.keep, err = newKeeper(o.TempDir, o.Budget); err != nil {
+		if r.keep, err = newJARCopies(o.TempDir, o.Budget); err != nil {
 			return nil, err
 		}
 		defer r.keep.remove()
@@ -225,7 +225,7 @@ func (o VerifyOptions) deepWanted(c settings.Config) bool {
 }
 
 // deep returns the merged view with the bytes the deep check reads, or
-// nil when the check is not deep (no keeper was made).
+// nil when the check is not deep (no jarCopies were made).
 func (o *run) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
 	if o.keep == nil {
 		return nil, nil

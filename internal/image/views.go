@@ -70,7 +70,7 @@ type kept struct {
 	c     settings.Config
 	v     *view
 	d     *deepFS
-	keep  *keeper
+	keep  *jarCopies
 	bytes int64
 }
 
@@ -226,7 +226,7 @@ func (o *run) prepare(ctx context.Context, img v1.Image, k *kept) error {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	o.JobJARs, o.Deep = nil, true
-	if o.keep, err = newKeeper(o.TempDir, o.Budget); err != nil {
+	if o.keep, err = newJARCopies(o.TempDir, o.Budget); err != nil {
 		return err
 	}
 	k.keep = o.keep
