@@ -225,7 +225,9 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		defer func() { _ = msrv.Close() }()
 		log.Info().Str("listen", mln.Addr().String()).Msg("metrics on GET /metrics")
 	}
-	log.Info().Str("listen", ln.Addr().String()).Dur("timeout", o.Timeout).Str("failurePolicy", o.FailurePolicy).
+	b := buildOf()
+	log.Info().Str("version", b.Version).Str("commit", b.Commit).Bool("modified", b.Modified).Str("go", b.Go).
+		Str("listen", ln.Addr().String()).Dur("timeout", o.Timeout).Str("failurePolicy", o.FailurePolicy).
 		Str("spoolBudget", spool.Bytes(budget)).Int("registryRequests", o.RegistryMax).Int("reviewReads", o.ReviewReads).
 		Msg("webhook serving /validate, /healthz and /readyz")
 	if err := webhook.Serve(c.Context(), srv, ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
