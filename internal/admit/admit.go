@@ -24,6 +24,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"syscall"
+	"time"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/baked"
@@ -109,7 +110,7 @@ func Check(ctx context.Context, r Request) (*Checked, error) {
 	}()
 	select {
 	case res := <-done:
-		if ctx.Err() != nil { // ended as the check finished: not a verdict
+		if ctx.Err() != nil || pastDeadline(ctx) { // ended as the check finished: not a verdict
 			return nil, stopped(ctx, r.Progress)
 		}
 		return res.v, res.err
@@ -130,13 +131,21 @@ func deepMemoryLimit() {
 	}
 }
 
+// pastDeadline says whether ctx's deadline has passed by the clock: a
+// process stopped (SIGSTOP, a frozen cgroup) past its deadline may finish
+// its check on resuming before the context's timer has run and set Err.
+func pastDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // stopped says why ctx ended.
 func stopped(ctx context.Context, p *host.Progress) error {
 	var sig *Interrupted
 	if cause := context.Cause(ctx); errors.As(cause, &sig) {
 		return sig
 	}
-	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) && !pastDeadline(ctx) {
 		return ctx.Err()
 	}
 	reading := p.Reading()

@@ -141,3 +141,21 @@ func TestCheckCanceledIsNoVerdict(t *testing.T) {
 	var late *TimeoutError
 	assert.False(t, errors.As(err, &late), "a cancel is not a timeout")
 }
+
+// unfired is a context past its deadline whose timer has not run yet: Err
+// is nil and Done open, as for a process stopped (SIGSTOP) past its
+// deadline that finishes its check on resuming before the runtime runs the
+// context's timer. A stand-in: a real context cannot be held in that state.
+type unfired struct{ context.Context }
+
+func (unfired) Deadline() (time.Time, bool) { return time.Now().Add(-time.Second), true }
+
+func TestCheckFinishedPastItsDeadlineIsNoVerdict(t *testing.T) {
+	t.Parallel()
+	fsys, s := root(t, testkit.Good("2.2.1"))
+	v, err := Check(unfired{context.Background()}, Request{Root: fsys, Settings: s, Progress: &host.Progress{}})
+	assert.Nil(t, v, "a check that ends past the deadline is no verdict")
+	var late *TimeoutError
+	require.ErrorAs(t, err, &late)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
