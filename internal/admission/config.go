@@ -53,9 +53,12 @@ type Config struct {
 // the start is refused. ErrConfigFlink marks a config file Flink itself
 // cannot load (a YAML syntax error, a duplicate key, a null value, more
 // than 50 aliases to collections): the process fails at start.
+// ErrConfigTooLarge marks a file larger than the reader reads, which Flink
+// may load: not judged, a warning.
 var (
-	ErrConfigLimit = flinkconf.ErrLimit
-	ErrConfigFlink = flinkconf.ErrFlink
+	ErrConfigLimit    = flinkconf.ErrLimit
+	ErrConfigFlink    = flinkconf.ErrFlink
+	ErrConfigTooLarge = flinkconf.ErrTooLarge
 )
 
 // Entry is one key as set by one source (internal/flinkconf reads them).
@@ -175,6 +178,11 @@ func configFileLine(v *view) []Finding {
 		return one(Finding{Path: c.File, Message: "Flink cannot load its config file and fails at start",
 			Found: c.Err.Error(), Required: "a config file Flink " + cmp.Or(rel, "(unknown release)") + " loads",
 			Fix: "correct the file (a YAML syntax error, a key set twice in one mapping, a key without a value, or more than 50 aliases (*name) to mappings or lists)"})
+	}
+	if c.Dir != "" && errors.Is(c.Err, ErrConfigTooLarge) {
+		return one(Finding{Severity: Warning, Path: c.File, Message: "the config file is larger than the entrypoint reads, so its settings are not judged",
+			Found: c.Err.Error(), Required: fmt.Sprintf("a config file of at most %d KiB to be judged", flinkconf.MaxBytes>>10),
+			Fix: "nothing, if Flink loads it; to have it judged, write the configuration out without what makes it this large"})
 	}
 	if c.Dir != "" && errors.Is(c.Err, ErrConfigLimit) {
 		return one(Finding{Path: c.File, Message: "the config file is beyond what the entrypoint reads, so nothing can vouch for it",

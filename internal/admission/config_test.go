@@ -89,6 +89,10 @@ func TestConfigRules(t *testing.T) {
 			files: map[string]string{"config.yaml": "m0: &m0 {}\n" + doublingLines(25)}, s: confSettings("jobmanager", imageEnv, ""),
 			mended: map[string]string{"config.yaml": "m0: &m0 {}\n" + doublingLines(5)},
 			want:   []string{"beyond what the entrypoint reads", "expand to more than 100000 values", "without aliases that repeat whole mappings or lists"}},
+		{name: "a config.yaml larger than the reader reads is a warning, not judged", rule: "config-file-line", release: "2.2.1",
+			files: map[string]string{"config.yaml": "parallelism.default: " + strings.Repeat("1", 1<<20) + "\n"}, s: confSettings("jobmanager", imageEnv, ""),
+			mended: map[string]string{"config.yaml": "parallelism.default: 1\n"},
+			want:   []string{"larger than the entrypoint reads, so its settings are not judged"}},
 		{name: "state.backend.type and state.backend differ", rule: "config-key-conflict", release: "2.2.0",
 			files:  map[string]string{"config.yaml": "state.backend.type: rocksdb\nstate:\n  backend: hashmap\n"},
 			s:      confSettings("jobmanager", imageEnv, ""),
@@ -185,6 +189,22 @@ func TestConfigRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A config.yaml Flink loads but the reader does not read is said, and the
+// start admitted: a refusal of it would be an outage.
+func TestConfigTooLargeIsAWarning(t *testing.T) {
+	t.Parallel()
+	d := decide(t, withConf("2.2.1", map[string]string{"config.yaml": "parallelism.default: " + strings.Repeat("1", 1<<20) + "\n"}), confSettings("jobmanager", imageEnv, ""))
+	var found bool
+	for _, f := range d.Findings {
+		if f.Rule == "config-file-line" {
+			found = true
+			assert.Equal(t, admission.Warning, f.Severity)
+		}
+	}
+	assert.True(t, found, "%v", d.Findings)
+	assert.True(t, d.Admitted(), "%v", d.Findings)
 }
 
 // TestConfigRulesOffWithoutConfDir: the host CLI's checks without a conf

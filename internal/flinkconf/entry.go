@@ -26,12 +26,18 @@ const (
 	// expand to: the nodes flattening visits and the bytes of every value
 	// rendered (ErrLimit).
 	MaxNodes    = 100000
-	MaxRendered = 4 << 20
+	MaxRendered = 4 << 20 // the values' bytes and the keys' (each flat key made counts)
 )
 
-// ErrLimit marks a config file beyond the reader's limits (size, nesting,
-// keys, what its aliases expand to): it is not read.
+// ErrLimit marks a config file beyond the reader's limits (nesting, keys,
+// what its aliases expand to): it is not read, and nothing Flink would
+// load in bounded time and memory either.
 var ErrLimit = errors.New("config file beyond the reader's limits")
+
+// ErrTooLarge marks a config file larger than MaxBytes: it is not read.
+// Flink reads larger files (snakeyaml-engine takes 3 Mi code points, 1.18's
+// line reader any size), so this says only that it was not judged.
+var ErrTooLarge = errors.New("config file larger than the reader reads")
 
 // ErrFlink marks a config file Flink itself cannot load (a YAML syntax
 // error, a duplicate key, a null value, more than 50 aliases to

@@ -20,7 +20,7 @@ import (
 // names the file in errors and entries' sources.
 func ReadYAML(data []byte, file string) ([]Entry, error) {
 	if len(data) > MaxBytes {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrLimit, file, MaxBytes)
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, file, MaxBytes)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(blankComments(data), &doc); err != nil {
@@ -127,6 +127,11 @@ func (f *flattener) mapping(n *yaml.Node, prefix string, depth int) error {
 			return fmt.Errorf("%w: %s, line %d: a key that is not a scalar", ErrLimit, f.file, kn.Line)
 		}
 		kind, key := resolve(kn), scalarText(kn)
+		// Every key made counts against the budget: a long key repeated by
+		// an alias, or below a long prefix, is as costly as a long value.
+		if err := f.spend(len(prefix) + 2*len(key) + len(kind) + 2); err != nil {
+			return err
+		}
 		if seen[kind+"\x00"+key] {
 			return fmt.Errorf("%w: %s, line %d: duplicate key %s", ErrFlink, f.file, kn.Line, key)
 		}
@@ -165,6 +170,15 @@ func (f *flattener) mapping(n *yaml.Node, prefix string, depth int) error {
 			}
 		}
 		f.out = append(f.out, e)
+	}
+	return nil
+}
+
+// spend counts n bytes made against the budget.
+func (f *flattener) spend(n int) error {
+	f.rendered += n
+	if f.rendered > MaxRendered {
+		return fmt.Errorf("%w: %s: its keys and values (aliases expanded) are longer than %d bytes", ErrLimit, f.file, MaxRendered)
 	}
 	return nil
 }
@@ -258,24 +272,47 @@ func scalarText(n *yaml.Node) string {
 	case "bool":
 		return strings.ToLower(v)
 	case "int":
-		i := new(big.Int)
 		s := strings.TrimPrefix(v, "+")
-		var ok bool
+		base := 0
 		switch {
 		case strings.HasPrefix(s, "0x"):
-			_, ok = i.SetString(s[2:], 16)
+			base = 16
 		case strings.HasPrefix(s, "0o"):
-			_, ok = i.SetString(s[2:], 8)
+			base = 8
 		default:
-			_, ok = i.SetString(s, 10)
+			return decimalText(s)
 		}
-		if ok {
+		// Converting a long number to decimal is quadratic: beyond
+		// maxRadixDigits it is shown as written.
+		if len(s)-2 > maxRadixDigits {
+			return v
+		}
+		if i, ok := new(big.Int).SetString(s[2:], base); ok {
 			return i.String()
 		}
 	case "float":
 		return javaDouble(v)
 	}
 	return v
+}
+
+// maxRadixDigits is the longest hexadecimal or octal integer shown in
+// decimal, as Java prints it.
+const maxRadixDigits = 256
+
+// decimalText is a decimal integer of the core schema (an optional '-',
+// digits) as Java prints it: no leading zeros, no "-0". Linear, where a
+// conversion through big.Int is quadratic in the digits.
+func decimalText(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	digits := strings.TrimLeft(strings.TrimPrefix(s, "-"), "0")
+	switch {
+	case digits == "":
+		return "0"
+	case neg:
+		return "-" + digits
+	}
+	return digits
 }
 
 // javaDouble renders a YAML float as snakeyaml-engine represents a Double:

@@ -48,7 +48,9 @@ var hostile = []struct {
 	{"nested mappings deeper than the limit", deepMappings(100), flinkconf.ErrLimit},
 	{"nested lists deeper than the limit", "a: " + strings.Repeat("[", 100) + strings.Repeat("]", 100) + "\n", flinkconf.ErrLimit},
 	{"more keys than the limit", manyKeys(flinkconf.MaxEntries + 1), flinkconf.ErrLimit},
-	{"larger than the limit", "a: " + strings.Repeat("x", flinkconf.MaxBytes) + "\n", flinkconf.ErrLimit},
+	{"larger than the limit", "a: " + strings.Repeat("x", flinkconf.MaxBytes) + "\n", flinkconf.ErrTooLarge},
+	{"a long key aliased below many mappings", "x: &x " + strings.Repeat("k", 500<<10) + "\n" + manyKeysOf(2000, "{*x: 1}"), flinkconf.ErrLimit},
+	{"a long key above many keys", "? " + strings.Repeat("k", 500<<10) + "\n: {" + strings.Repeat("a: 1, ", 0) + manyInline(2000) + "}\n", flinkconf.ErrLimit},
 	{"an unknown alias", "a: *nope\n", flinkconf.ErrFlink},
 	{"merge keys past 50 aliases", "b: &b {x: 1}\n" + manyMerges(51), flinkconf.ErrFlink},
 }
@@ -74,6 +76,18 @@ func manyKeysOf(n int, value string) string {
 	var b strings.Builder
 	for i := range n {
 		fmt.Fprintf(&b, "k%d: %s\n", i, value)
+	}
+	return b.String()
+}
+
+// manyInline is n keys of a flow mapping.
+func manyInline(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "k%d: %d", i, i)
 	}
 	return b.String()
 }
@@ -133,6 +147,25 @@ func TestReadYAMLReadsAliasesFlinkLoads(t *testing.T) {
 				assert.Equal(t, v, got[k], k)
 			}
 		})
+	}
+}
+
+// Integers are shown as Java prints the number snakeyaml-engine reads, in
+// time linear in their digits: a 1 MiB integer took seconds through
+// big.Int, once more for each alias to it.
+func TestReadYAMLIntegers(t *testing.T) {
+	long := strings.Repeat("9", 900<<10)
+	for in, want := range map[string]string{
+		"007": "7", "+5": "5", "-0": "0", "-012": "-12", "0": "0", "0x1F": "31", "0o17": "15",
+		long:                                     long,
+		"0x" + strings.Repeat("f", 300):          "0x" + strings.Repeat("f", 300), // beyond maxRadixDigits: as written
+		"12345678901234567890123456789":          "12345678901234567890123456789",
+		"-0000000000000000000000000000000000001": "-1",
+	} {
+		entries, err := flinkconf.ReadYAML([]byte("a: "+in+"\n"), file)
+		require.NoError(t, err, in)
+		require.Len(t, entries, 1)
+		assert.Equal(t, want, entries[0].Value, in[:min(len(in), 40)])
 	}
 }
 

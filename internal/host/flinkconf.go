@@ -42,7 +42,7 @@ func (c *confFileData) yaml() ([]flinkconf.Entry, error) {
 		c.parsed = true
 		switch {
 		case errors.Is(c.err, errTooLarge):
-			c.yamlErr = fmt.Errorf("%w: %s is larger than %d bytes", flinkconf.ErrLimit, c.file, flinkconf.MaxBytes)
+			c.yamlErr = fmt.Errorf("%w: %s is larger than %d bytes", flinkconf.ErrTooLarge, c.file, flinkconf.MaxBytes)
 		case c.err != nil:
 			c.yamlErr = fmt.Errorf("read %s: %w", c.file, c.err)
 		default:
@@ -90,7 +90,7 @@ func readConfig(fsys fs.FS, s Settings, flinkVersion string, cf *confFileData) a
 			}
 			fileEntries = append(fileEntries[:len(fileEntries):len(fileEntries)], propertyEntries(s)...)
 		case errors.Is(cf.err, errTooLarge) || cf.err == nil && len(cf.data) > flinkconf.MaxBytes:
-			c.Err = fmt.Errorf("%w: %s is larger than %d bytes", flinkconf.ErrLimit, file, flinkconf.MaxBytes)
+			c.Err = fmt.Errorf("%w: %s is larger than %d bytes", flinkconf.ErrTooLarge, file, flinkconf.MaxBytes)
 		case cf.err != nil:
 			c.Err = fmt.Errorf("read %s: %w", file, cf.err)
 		default:

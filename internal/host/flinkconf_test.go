@@ -94,7 +94,7 @@ func TestReadConfigRefuses(t *testing.T) {
 		{"a YAML bomb past Flink's 50 aliases", bomb, admission.ErrConfigFlink},
 		{"a YAML bomb within 50 aliases", "a: &a [x, x]\nb: &b [*a, *a]\n" + doublings(3, 24), admission.ErrConfigLimit},
 		{"deep nesting", deep, admission.ErrConfigLimit},
-		{"too large", "a: " + strings.Repeat("x", flinkconf.MaxBytes) + "\n", nil},
+		{"too large", "a: " + strings.Repeat("x", flinkconf.MaxBytes) + "\n", admission.ErrConfigTooLarge},
 		{"a duplicate key", "a: 1\na: 2\n", admission.ErrConfigFlink},
 		{"a key without a value", "a:\n", admission.ErrConfigFlink},
 		{"a syntax error", "a: [\n", admission.ErrConfigFlink},
