@@ -94,13 +94,16 @@ func blankComments(data []byte) []byte {
 type flattener struct {
 	file     string
 	out      []Entry
-	nodes    int // visited, aliases followed
-	rendered int // bytes of the values in out
+	nodes    int  // visited, aliases followed
+	again    bool // rendering nodes visited already (a value, its list items): not counted twice
+	rendered int  // bytes of the values in out
 }
 
 // visit counts n against the budget and follows it if it is an alias.
 func (f *flattener) visit(n *yaml.Node) (*yaml.Node, error) {
-	f.nodes++
+	if !f.again {
+		f.nodes++
+	}
 	if f.nodes > MaxNodes {
 		return nil, fmt.Errorf("%w: %s: its aliases expand to more than %d values", ErrLimit, f.file, MaxNodes)
 	}
@@ -156,22 +159,39 @@ func (f *flattener) mapping(n *yaml.Node, prefix string, depth int) error {
 			return fmt.Errorf("%w: %s: more than %d keys", ErrLimit, f.file, MaxEntries)
 		}
 		e := Entry{Key: key, Source: fmt.Sprintf("%s, line %d", f.file, kn.Line)}
-		if e.Value, err = f.render(vn, depth+1, true); err != nil {
+		if e.Value, e.Items, err = f.value(vn, depth+1); err != nil {
 			return err
-		}
-		if vn.Kind == yaml.SequenceNode {
-			e.Items = make([]string, 0, len(vn.Content))
-			for _, c := range vn.Content {
-				item, err := f.render(c, depth+2, true)
-				if err != nil {
-					return err
-				}
-				e.Items = append(e.Items, item)
-			}
 		}
 		f.out = append(f.out, e)
 	}
 	return nil
+}
+
+// value renders vn, visited already, and a list's items: each node is
+// counted once against the budget, its bytes each time they are made.
+func (f *flattener) value(vn *yaml.Node, depth int) (string, []string, error) {
+	f.again = true // vn itself
+	var b strings.Builder
+	err := f.flow(&b, vn, depth, true, true)
+	f.again = false
+	f.rendered += b.Len()
+	if err == nil && f.rendered > MaxRendered {
+		err = fmt.Errorf("%w: %s: its values (aliases expanded) are longer than %d bytes", ErrLimit, f.file, MaxRendered)
+	}
+	if err != nil || vn.Kind != yaml.SequenceNode {
+		return b.String(), nil, err
+	}
+	items := make([]string, 0, len(vn.Content))
+	f.again = true
+	defer func() { f.again = false }()
+	for _, c := range vn.Content {
+		item, err := f.render(c, depth+1, true)
+		if err != nil {
+			return "", nil, err
+		}
+		items = append(items, item)
+	}
+	return b.String(), items, nil
 }
 
 // spend counts n bytes made against the budget.
@@ -186,7 +206,7 @@ func (f *flattener) spend(n int) error {
 // render is one value as flow renders it, counted against the budget.
 func (f *flattener) render(n *yaml.Node, depth int, top bool) (string, error) {
 	var b strings.Builder
-	err := f.flow(&b, n, depth, top)
+	err := f.flow(&b, n, depth, top, false)
 	f.rendered += b.Len()
 	if err == nil && f.rendered > MaxRendered {
 		err = fmt.Errorf("%w: %s: its values (aliases expanded) are longer than %d bytes", ErrLimit, f.file, MaxRendered)
@@ -196,7 +216,7 @@ func (f *flattener) render(n *yaml.Node, depth int, top bool) (string, error) {
 
 // flow renders a value as Flink's toMap does: a string as it is at the
 // top, everything else as snakeyaml-engine dumps it in flow style.
-func (f *flattener) flow(b *strings.Builder, n *yaml.Node, depth int, top bool) error {
+func (f *flattener) flow(b *strings.Builder, n *yaml.Node, depth int, top, visited bool) error {
 	if depth > MaxDepth {
 		return fmt.Errorf("%w: %s, line %d: nested deeper than %d", ErrLimit, f.file, n.Line, MaxDepth)
 	}
@@ -204,6 +224,9 @@ func (f *flattener) flow(b *strings.Builder, n *yaml.Node, depth int, top bool) 
 		return fmt.Errorf("%w: %s: a value longer than %d bytes", ErrLimit, f.file, min(MaxBytes, MaxRendered-f.rendered))
 	}
 	n, err := f.visit(n)
+	if visited {
+		f.again = false // the value's top was counted by mapping; its content is not yet
+	}
 	if err != nil {
 		return err
 	}
@@ -221,7 +244,7 @@ func (f *flattener) flow(b *strings.Builder, n *yaml.Node, depth int, top bool) 
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if err := f.flow(b, c, depth+1, false); err != nil {
+			if err := f.flow(b, c, depth+1, false, false); err != nil {
 				return err
 			}
 		}
@@ -232,11 +255,11 @@ func (f *flattener) flow(b *strings.Builder, n *yaml.Node, depth int, top bool) 
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			if err := f.flow(b, n.Content[i], depth+1, false); err != nil {
+			if err := f.flow(b, n.Content[i], depth+1, false, false); err != nil {
 				return err
 			}
 			b.WriteString(": ")
-			if err := f.flow(b, n.Content[i+1], depth+1, false); err != nil {
+			if err := f.flow(b, n.Content[i+1], depth+1, false, false); err != nil {
 				return err
 			}
 		}

@@ -134,6 +134,8 @@ func TestReadYAMLReadsAliasesFlinkLoads(t *testing.T) {
 		{"50 aliases to collections", fifty.String(), map[string]string{"b": "[1, 2]", "r0": "[1, 2]", "r49": "[1, 2]"}},
 		{"aliases inside aliased collections", "a: &a {x: [1]}\nb: &b {y: *a}\nc: &c {z: *b}\nd: [*c, *c, *c]\n",
 			map[string]string{"c.z.y.x": "[1]", "d": "[{z: {y: {x: [1]}}}, {z: {y: {x: [1]}}}, {z: {y: {x: [1]}}}]"}},
+		{"50 aliases to a list of 1,000 (each node counted once against the budget)", "l: &l [" + strings.Repeat("x, ", 999) + "x]\n" + manyKeysOf(50, "*l"),
+			map[string]string{"k49": "[" + strings.Repeat("x, ", 999) + "x]"}},
 		{"scalar aliases are free", "s: &s v\nl: [" + strings.Repeat("*s, ", 200) + "*s]\n", map[string]string{"s": "v"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
