@@ -66,14 +66,7 @@ type Entry = flinkconf.Entry
 
 // Effective returns the value Flink uses for key and its entry, last one
 // winning.
-func (c *Config) Effective(key string) (Entry, bool) {
-	for i := len(c.Entries) - 1; i >= 0; i-- {
-		if c.Entries[i].Key == key {
-			return c.Entries[i], true
-		}
-	}
-	return Entry{}, false
-}
+func (c *Config) Effective(key string) (Entry, bool) { return flinkconf.Last(c.Entries, key) }
 
 // effective is every key once, with its winning entry, in first-set order.
 func (c *Config) effective() []Entry {

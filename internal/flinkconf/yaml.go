@@ -174,9 +174,8 @@ func (f *flattener) value(vn *yaml.Node, depth int) (string, []string, error) {
 	var b strings.Builder
 	err := f.flow(&b, vn, depth, true, true)
 	f.again = false
-	f.rendered += b.Len()
-	if err == nil && f.rendered > MaxRendered {
-		err = fmt.Errorf("%w: %s: its values (aliases expanded) are longer than %d bytes", ErrLimit, f.file, MaxRendered)
+	if serr := f.spend(b.Len()); err == nil {
+		err = serr
 	}
 	if err != nil || vn.Kind != yaml.SequenceNode {
 		return b.String(), nil, err
@@ -207,9 +206,8 @@ func (f *flattener) spend(n int) error {
 func (f *flattener) render(n *yaml.Node, depth int, top bool) (string, error) {
 	var b strings.Builder
 	err := f.flow(&b, n, depth, top, false)
-	f.rendered += b.Len()
-	if err == nil && f.rendered > MaxRendered {
-		err = fmt.Errorf("%w: %s: its values (aliases expanded) are longer than %d bytes", ErrLimit, f.file, MaxRendered)
+	if serr := f.spend(b.Len()); err == nil {
+		err = serr
 	}
 	return b.String(), err
 }
