@@ -41,6 +41,9 @@ type Facts struct {
 	// Config is the configuration the process about to start runs with;
 	// its zero value (no Dir) turns the config rules off.
 	Config Config
+	// FileSystems is what Flink's FileSystem and plugin loader will find;
+	// nil when not read.
+	FileSystems *FileSystems
 }
 
 // Unlisted is a directory that cannot be listed: JARs in it may be

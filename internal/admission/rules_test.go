@@ -284,6 +284,19 @@ var cases = []ruleCase{
 	{name: "the old GLIBC_TUNABLES", rule: "config-env", root: func() fstest.MapFS {
 		return withConf("2.2.1", map[string]string{"config.yaml": "parallelism.default: 1\n"})
 	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", oldEnv, "") }},
+	{name: "s3 checkpoints without a plugin", rule: "fs-scheme-unserved", root: func() fstest.MapFS {
+		return withConf("2.2.1", map[string]string{"config.yaml": "execution.checkpointing.dir: s3://bucket/cp\n"})
+	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", imageEnv, "") }},
+	{name: "a JAR straight in plugins", rule: "plugins-loose-jar", root: func() fstest.MapFS {
+		return put(good(), testkit.FlinkHome+"/plugins/reporter.jar", testkit.JAR(""))
+	}},
+	{name: "an empty plugin folder", rule: "plugins-empty-folder", root: func() fstest.MapFS {
+		return put(good(), testkit.FlinkHome+"/plugins/s3/README.txt", nil)
+	}},
+	{name: "ENABLE_BUILT_IN_PLUGINS naming what opt lacks", rule: "plugins-enable-missing", root: good, set: func(s *host.Settings) {
+		*s = confSettings("jobmanager", map[string]string{"ENABLE_BUILT_IN_PLUGINS": "flink-s3-fs-hadoop-2.2.1.jar"}, "")
+		s.Launch = host.LaunchImage
+	}},
 	{name: "payload in plugins", rule: "plugins-payload", root: func() fstest.MapFS {
 		return put(good(), testkit.FlinkHome+"/plugins/sf/streamfusion-kafka.jar", testkit.Extension("kafka", "2.2", "0.1.0").Bytes())
 	}},

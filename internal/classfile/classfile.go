@@ -113,6 +113,12 @@ type Class struct {
 	// Init is the static initializer's constant-using instructions, in
 	// order, when Options.Init asks for them.
 	Init []Insn
+
+	// Returns is the string constant the method Options.Returns names
+	// returns, when its whole code is `ldc "..."; areturn` (how javac
+	// compiles `return "s3";` and `return SCHEME;` for a constant SCHEME);
+	// "" when the class does not declare it or its code is anything else.
+	Returns string
 }
 
 // Options say what Parse keeps beyond the defaults.
@@ -121,6 +127,9 @@ type Options struct {
 	// MembersOnly skips the instructions: no Classes, Refs or Init (a
 	// class only resolved against, never judged).
 	MembersOnly bool
+	// Returns names a method NAME()Ljava/lang/String; whose constant
+	// result Class.Returns gives (a FileSystemFactory's getScheme).
+	Returns string
 }
 
 // Interface reports whether the class is an interface.
@@ -141,7 +150,9 @@ type parser struct {
 	strs  []string // the Utf8 constants made into strings so far
 	bsms  []int    // offsets of the bootstrap method entries, when read
 	codes []code   // the methods' bytecode
-	err   error
+	// returns is Options.Returns; returned the constant its method returns.
+	returns, returned string
+	err               error
 }
 
 // scratch are a parser's tables, kept between parses.
@@ -208,7 +219,7 @@ func Parse(data []byte, opt Options) (*Class, error) {
 		return nil, fmt.Errorf("%w: %d bytes, more than the %d this tool reads", ErrFormat, len(data), MaxSize)
 	}
 	p := scratch.Get().(*parser)
-	*p = parser{data: data, cp: p.cp[:0], used: p.used[:0], strs: p.strs[:0], codes: p.codes[:0], bsms: p.bsms[:0]}
+	*p = parser{data: data, cp: p.cp[:0], used: p.used[:0], strs: p.strs[:0], codes: p.codes[:0], bsms: p.bsms[:0], returns: opt.Returns}
 	defer func() {
 		p.data = nil
 		clear(p.strs) // the strings belong to the class now
@@ -240,6 +251,7 @@ func Parse(data []byte, opt Options) (*Class, error) {
 	if p.err != nil {
 		return nil, p.err
 	}
+	c.Returns = p.returned
 	if p.pos != len(data) {
 		p.fail("%d bytes after the class file's end", len(data)-p.pos)
 		return nil, p.err
@@ -400,6 +412,9 @@ func (p *parser) members(methods bool) []Member {
 			end := p.pos + length
 			if methods && code {
 				p.code(end, m.Name == "<clinit>")
+				if p.returns != "" && m.Name == p.returns && m.Descriptor == "()Ljava/lang/String;" && p.err == nil {
+					p.returned = p.constantReturn(p.codes[len(p.codes)-1])
+				}
 			}
 			p.pos = end
 		}
@@ -422,6 +437,30 @@ func (p *parser) code(end int, init bool) {
 		return
 	}
 	p.codes = append(p.codes, code{p.pos, p.pos + n, init})
+}
+
+// constantReturn is the string a method returns when its whole code is
+// one ldc or ldc_w of a String constant and areturn; "" otherwise.
+func (p *parser) constantReturn(c code) string {
+	b := p.data[c.start:c.end]
+	var idx int
+	switch {
+	case len(b) == 3 && b[0] == opLdc && b[2] == opAreturn:
+		idx = int(b[1])
+	case len(b) == 4 && b[0] == opLdcW && b[3] == opAreturn:
+		idx = int(b[1])<<8 | int(b[2])
+	default:
+		return ""
+	}
+	// A method whose constant is not a String does not verify; it says
+	// nothing of a scheme, and the class is still read.
+	if idx <= 0 || idx >= len(p.cp) || p.cp[idx].tag != tagString {
+		return ""
+	}
+	if s := int(p.cp[idx].a); s <= 0 || s >= len(p.cp) || p.cp[s].tag != tagUtf8 {
+		return ""
+	}
+	return p.utf8(int(p.cp[idx].a))
 }
 
 func (p *parser) classAttributes() {

@@ -2,6 +2,7 @@ package classfile
 
 import (
 	"errors"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"os"
 	"slices"
 	"testing"
@@ -150,5 +151,27 @@ func TestParseMembersOnly(t *testing.T) {
 	again, err := Parse(sample(t), Options{})
 	if err != nil || !slices.Equal(again.Refs, full.Refs) || !slices.Equal(again.Classes, full.Classes) || len(full.Refs) == 0 {
 		t.Errorf("a parse after a pooled one: %v, %d refs against %d", err, len(again.Refs), len(full.Refs))
+	}
+}
+
+// TestParseReturns reads the constant a getScheme-like method returns, as
+// javac compiles `return "s3";`, and nothing for any other body.
+func TestParseReturns(t *testing.T) {
+	c := testkit.Class{Name: "a/F", Returns: map[string]string{"getScheme": "s3", "wide": "ldc_w:s3a", "none": "", "other": "x"}}
+	for _, tc := range []struct{ method, want string }{
+		{"getScheme", "s3"}, {"wide", "s3a"}, {"none", ""}, {"missing", ""}, {"", ""},
+	} {
+		got, err := Parse(c.Bytes(), Options{Returns: tc.method})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Returns != tc.want {
+			t.Errorf("Returns %q: got %q, want %q", tc.method, got.Returns, tc.want)
+		}
+	}
+	// A method of that name with another descriptor says nothing.
+	c = testkit.Class{Name: "a/G", Methods: []testkit.Member{{Name: "getScheme", Descriptor: "()V"}}}
+	if got, err := Parse(c.Bytes(), Options{Returns: "getScheme"}); err != nil || got.Returns != "" {
+		t.Errorf("getScheme()V: %q, %v", got.Returns, err)
 	}
 }

@@ -7,6 +7,7 @@ const (
 	opLdc             = 0x12
 	opLdcW            = 0x13
 	opLdc2W           = 0x14
+	opAreturn         = 0xb0
 	opGetstatic       = 0xb2
 	opPutstatic       = 0xb3
 	opInvokeinterface = 0xb9

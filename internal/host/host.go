@@ -42,6 +42,7 @@ import (
 type Settings struct {
 	LibDir     string // FLINK_LIB_DIR, else $FLINK_HOME/lib
 	PluginsDir string // FLINK_PLUGINS_DIR, else $FLINK_HOME/plugins
+	FlinkHome  string // FLINK_HOME (its opt/ for ENABLE_BUILT_IN_PLUGINS); "": lib's parent
 	JavaHome   string // JAVA_HOME; empty: look for java on Path
 	Path       string // PATH
 	OS, Arch   string // platform, as uname reports it (x86_64, aarch64, arm64)
@@ -191,6 +192,7 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	} else {
 		f.JDK = jdkAsFlink(fsys, s, release)
 	}
+	f.FileSystems = gatherFileSystems(fsys, s, f)
 	if native != "" {
 		release := ""
 		if f.JDK.Err == nil {

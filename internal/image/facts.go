@@ -28,7 +28,7 @@ import (
 
 // factsVersion is the format of layer facts; a cached record of another
 // version is never read (it is in the key and in the record).
-const factsVersion = 6
+const factsVersion = 7
 
 // Bounds on what one layer's facts hold.
 const (
@@ -81,6 +81,8 @@ type jarFacts struct {
 	NativeCount  int               `json:"nativeCount,omitempty"`
 	Native       []string          `json:"native,omitempty"`
 	Logging      string            `json:"logging,omitempty"`
+	Services     []string          `json:"services,omitempty"`
+	Hadoop       bool              `json:"hadoop,omitempty"`
 	Properties   map[string]string `json:"properties,omitempty"`
 	EmbeddedCore string            `json:"embeddedCore,omitempty"`
 	ELF          []payload.Native  `json:"elf,omitempty"`
@@ -97,7 +99,7 @@ func toFacts(j *payload.JAR) *jarFacts {
 	}
 	f := &jarFacts{Size: j.Size, Entries: j.Entries, ClassMark: j.ClassMark, MetaMark: j.MetaMark,
 		NativeMark: j.NativeMark, NativeCount: j.NativeCount, Native: j.Native, Logging: j.Logging,
-		Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
+		Services: j.Services, Hadoop: j.Hadoop, Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
 	if j.Err != nil {
 		f.Err = j.Err.Error()
 	}
@@ -123,7 +125,7 @@ func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
 	}
 	j := &payload.JAR{Path: p, Size: f.Size, Entries: f.Entries, ClassMark: f.ClassMark, MetaMark: f.MetaMark,
 		NativeMark: f.NativeMark, NativeCount: f.NativeCount, Native: f.Native, Logging: f.Logging,
-		EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed, ELF: f.ELF}
+		Services: f.Services, Hadoop: f.Hadoop, EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed, ELF: f.ELF}
 	if target != p {
 		j.Target = target
 	}

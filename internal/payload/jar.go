@@ -22,6 +22,9 @@ const (
 	metaPrefix           = "META-INF/streamfusion/"
 	nativePrefix         = "libstreamfusion"
 	loggingPrefix        = "org/slf4j/"
+	servicesPrefix       = "META-INF/services/"
+	hadoopMark           = "org/apache/hadoop/fs/FileSystem.class"
+	keepServices         = 64
 	maxDeclaredMF        = 16 << 20 // a manifest declaring more is refused unread
 	maxProperties        = 64 << 10
 	keepNative           = 8
@@ -57,6 +60,14 @@ type JAR struct {
 
 	// Logging is the first entry under org/slf4j/, if any.
 	Logging string
+
+	// Services are the service interfaces the JAR's META-INF/services/
+	// files name (the first 64, in directory order): what ServiceLoader
+	// finds in it. Hadoop is set when the JAR holds Hadoop's
+	// org/apache/hadoop/fs/FileSystem, which Flink's file system fallback
+	// needs.
+	Services []string
+	Hadoop   bool
 
 	// ELF are the facts of the native libraries read for Options.Native,
 	// in directory order; nil when not asked for or none qualify.
@@ -218,6 +229,10 @@ func (j *JAR) collect(c *collector, name []byte, e *entry, opt Options) {
 			c.manifest = keep(name, e) // JarFile reads the last one, whatever its case
 		case j.MetaMark == "" && len(name) > len(metaPrefix) && bytes.EqualFold(name[:len(metaPrefix)], []byte(metaPrefix)):
 			j.MetaMark = string(name)
+		case len(name) > len(servicesPrefix) && bytes.HasPrefix(name, []byte(servicesPrefix)) && name[len(name)-1] != '/':
+			if len(j.Services) < keepServices {
+				j.Services = append(j.Services, string(name[len(servicesPrefix):]))
+			}
 		}
 	case 't':
 		if j.ClassMark == "" && len(name) > len(classPrefix) && bytes.HasPrefix(name, []byte(classPrefix)) {
@@ -226,6 +241,9 @@ func (j *JAR) collect(c *collector, name []byte, e *entry, opt Options) {
 	case 'o':
 		if j.Logging == "" && len(name) > len(loggingPrefix) && bytes.HasPrefix(name, []byte(loggingPrefix)) {
 			j.Logging = string(name)
+		}
+		if len(name) == len(hadoopMark) && string(name) == hadoopMark {
+			j.Hadoop = true
 		}
 	case '.':
 		if opt.Properties && string(name) == VersionProperties {

@@ -162,7 +162,7 @@ func parseTimeout(s string) (time.Duration, error) {
 // platform (GOOS-style os, uname or OCI architecture), for a process that
 // Flink's image entrypoint starts.
 func (c Config) HostSettings(goos, arch string) host.Settings {
-	return host.Settings{LibDir: c.LibDir, PluginsDir: c.PluginsDir, JavaHome: c.JavaHome, Path: c.Path,
+	return host.Settings{LibDir: c.LibDir, PluginsDir: c.PluginsDir, FlinkHome: c.FlinkHome, JavaHome: c.JavaHome, Path: c.Path,
 		OS: goos, Arch: arch, Strict: c.Strict, Locale: c.Locale, Deep: c.Linkage, Baked: !c.Linkage && !c.NoLinkage,
 		ConfDir: c.ConfDir, FlinkProperties: c.FlinkProperties, Launch: host.LaunchImage,
 		Getenv: func(k string) (string, bool) { return Lookup(c.Environ, k) }}

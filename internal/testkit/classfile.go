@@ -25,6 +25,10 @@ type Class struct {
 	// Unused are class names only in the constant pool: no instruction
 	// names them.
 	Unused []string
+	// Returns are methods NAME()Ljava/lang/String; returning a constant,
+	// as javac compiles `return "s3";` (ldc, areturn); a value starting
+	// with "ldc_w:" is written with ldc_w, and "" returns null.
+	Returns map[string]string
 }
 
 // Member is a declared field or method.
@@ -59,6 +63,11 @@ func (p *pool) utf8(s string) uint16 {
 		binary.Write(&p.buf, binary.BigEndian, uint16(len(s)))
 		p.buf.WriteString(s)
 	})
+}
+
+func (p *pool) str(s string) uint16 {
+	u := p.utf8(s)
+	return p.add("s"+s, func() { p.buf.WriteByte(8); binary.Write(&p.buf, binary.BigEndian, u) })
 }
 
 func (p *pool) class(name string) uint16 {
@@ -132,6 +141,7 @@ func (c Class) Bytes() []byte {
 	for _, m := range c.Methods {
 		member(&methods, m)
 	}
+	c.writeReturns(p, &methods, codeName)
 	// run()V with the code above.
 	binary.Write(&methods, be, []uint16{1, run, void, 1, codeName})
 	binary.Write(&methods, be, uint32(12+code.Len()))
@@ -156,10 +166,37 @@ func (c Class) Bytes() []byte {
 	binary.Write(&out, be, ifaces)
 	binary.Write(&out, be, uint16(len(c.Fields)))
 	out.Write(fields.Bytes())
-	binary.Write(&out, be, uint16(len(c.Methods)+1))
+	binary.Write(&out, be, uint16(len(c.Methods)+len(c.Returns)+1))
 	out.Write(methods.Bytes())
 	binary.Write(&out, be, uint16(0)) // class attributes
 	return out.Bytes()
+}
+
+// writeReturns writes the Returns methods: ldc (or ldc_w) and areturn.
+func (c Class) writeReturns(p *pool, methods *bytes.Buffer, codeName uint16) {
+	be := binary.BigEndian
+	for _, name := range slices.Sorted(maps.Keys(c.Returns)) {
+		var body []byte
+		switch v := c.Returns[name]; {
+		case v == "":
+			body = []byte{0x01, 0xb0} // aconst_null, areturn
+		case len(v) > 6 && v[:6] == "ldc_w:":
+			i := p.str(v[6:])
+			body = []byte{0x13, byte(i >> 8), byte(i), 0xb0}
+		default:
+			i := p.str(v)
+			if i > 0xff {
+				panic("testkit: constant pool too large for ldc")
+			}
+			body = []byte{0x12, byte(i), 0xb0}
+		}
+		binary.Write(methods, be, []uint16{1, p.utf8(name), p.utf8("()Ljava/lang/String;"), 1, codeName})
+		binary.Write(methods, be, uint32(12+len(body)))
+		binary.Write(methods, be, []uint16{1, 1})
+		binary.Write(methods, be, uint32(len(body)))
+		methods.Write(body)
+		binary.Write(methods, be, []uint16{0, 0})
+	}
 }
 
 func cmpOr(a, b string) string {

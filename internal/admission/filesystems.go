@@ -1,0 +1,295 @@
+package admission
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/streamfusion/image-entrypoint/internal/flinkconf"
+)
+
+// FileSystems is what Flink's FileSystem and PluginManager find once the
+// process runs (internal/host reads it): plugins/ as Flink loads it, what
+// the image entrypoint's ENABLE_BUILT_IN_PLUGINS adds to it, the file
+// system factories of lib and of each plugin, and Hadoop on the class
+// path (Flink's fallback).
+type FileSystems struct {
+	PluginsDir string   // absolute; "" when it does not exist
+	Plugins    []Plugin // its subfolders, in name order, those ENABLE_BUILT_IN_PLUGINS makes included
+	Loose      []string // JARs straight in plugins/, which Flink never loads
+	Enabled    []Enabled
+	// Factories are the FileSystemFactory service providers of lib, then
+	// of each plugin, as FileSystem.initialize registers them (a later
+	// one of a scheme wins); read only when a location the configuration
+	// names needs a scheme other than file (FactoriesRead).
+	Factories     []Factory
+	FactoriesRead bool
+	// NotRead says why the factories were not read where they were
+	// needed (the image tooling answers from facts without the JARs'
+	// bytes); the scheme rules then judge nothing.
+	NotRead string
+	// Hadoop is where Hadoop's FileSystem comes from for Flink's fallback
+	// factory: a lib JAR's path, or "HADOOP_CLASSPATH" (the scripts put it
+	// on the class path); "" when nothing provides it.
+	Hadoop string
+	// Opt lists $FLINK_HOME/opt (the JARs ENABLE_BUILT_IN_PLUGINS can
+	// name), for the fix of an unserved scheme.
+	Opt []string
+}
+
+// Plugin is one subfolder of plugins/: Flink loads its JARs (found
+// recursively) in one plugin class loader.
+type Plugin struct {
+	Name string
+	Dir  string   // absolute
+	JARs []string // absolute; none stops Flink at start
+	// Enabled marks a folder the image entrypoint creates from
+	// ENABLE_BUILT_IN_PLUGINS after the check; Linked says it was not
+	// listed (a link to a directory elsewhere), so its JARs are unknown.
+	Enabled, Linked bool
+}
+
+// Enabled is one entry of ENABLE_BUILT_IN_PLUGINS, which the official
+// image's docker-entrypoint.sh links from $FLINK_HOME/opt into
+// $FLINK_HOME/plugins/<name without .jar>/ before Flink starts, exiting 1
+// when opt/ has no such file.
+type Enabled struct {
+	Name    string // as written
+	Opt     string // absolute path in opt/
+	Present bool
+}
+
+// Factory is one FileSystemFactory a services file names.
+type Factory struct {
+	Class  string // binary name
+	JAR    string // the JAR whose services file names it
+	Plugin string // the plugin folder; "" for lib
+	// Scheme is what its getScheme() returns, read from its bytecode.
+	// Without one, Err says why: Unknown is a factory that loads but whose
+	// scheme is computed at run time (it may serve any scheme); otherwise
+	// it does not load (a class that is not there), and serves nothing.
+	Scheme  string
+	Unknown bool
+	Err     string
+}
+
+// directlySupported are the schemes Flink's FileSystem serves only from
+// its plugins (FileSystem.DIRECTLY_SUPPORTED_FILESYSTEM, the same in 1.18
+// and 2.2; TestDirectlySupportedIsFlinks reads it from flink-dist): with
+// no plugin for one, Flink fails even when Hadoop is on the class path,
+// unless fs.allowed-fallback-filesystems lists it. The values are the
+// plugins' Maven artifacts.
+var directlySupported = map[string][]string{
+	"s3":    {"flink-s3-fs-hadoop", "flink-s3-fs-presto"},
+	"s3a":   {"flink-s3-fs-hadoop"},
+	"s3p":   {"flink-s3-fs-presto"},
+	"gs":    {"flink-gs-fs-hadoop"},
+	"oss":   {"flink-oss-fs-hadoop"},
+	"wasb":  {"flink-azure-fs-hadoop"},
+	"wasbs": {"flink-azure-fs-hadoop"},
+	"abfs":  {"flink-azure-fs-hadoop"},
+	"abfss": {"flink-azure-fs-hadoop"},
+}
+
+// DirectlySupported returns the schemes Flink serves only from plugins,
+// with their plugins' artifacts.
+func DirectlySupported() map[string][]string { return directlySupported }
+
+// NeedsFactories says whether the configuration names a location whose
+// scheme is not file: only then does internal/host read the factories.
+func NeedsFactories(release, role string, entries []flinkconf.Entry) bool {
+	for _, l := range locations(release, role, entries) {
+		if l.Scheme != "file" {
+			return true
+		}
+	}
+	return false
+}
+
+// locations are the configured FileSystem locations with the default
+// scheme applied to those without one.
+func locations(release, role string, entries []flinkconf.Entry) []flinkconf.Location {
+	keys := TableFor(release)
+	if keys == nil {
+		return nil
+	}
+	ls := flinkconf.Locations(keys, entries, role)
+	def, _, _ := flinkconf.DefaultScheme(keys, entries)
+	for i := range ls {
+		if ls[i].Default {
+			ls[i].Scheme = def
+		}
+	}
+	return ls
+}
+
+// fsSchemeUnserved judges every configured location as FileSystem.get
+// resolves it: a factory of lib or of a plugin for its scheme; else, for
+// a scheme only plugins serve (not in fs.allowed-fallback-filesystems),
+// a failure; else Hadoop's fallback, which fails without Hadoop.
+func fsSchemeUnserved(v *view) []Finding {
+	rel, keys := v.confRelease()
+	fsys := v.FileSystems
+	if keys == nil || fsys == nil || !fsys.FactoriesRead {
+		return nil
+	}
+	allowed := map[string]bool{}
+	if e, ok := flinkconf.Get(keys, v.Config.Entries, "fs.allowed-fallback-filesystems"); ok {
+		for _, s := range strings.Split(e.Value, ";") {
+			allowed[strings.TrimSpace(s)] = true
+		}
+	}
+	var out []Finding
+	for _, l := range locations(rel, v.Config.Role, v.Config.Entries) {
+		if l.Err != "" || l.Scheme == "file" || fsys.serves(l.Scheme) {
+			continue
+		}
+		plugins, direct := directlySupported[l.Scheme]
+		if (!direct || allowed[l.Scheme]) && fsys.Hadoop != "" {
+			continue // Hadoop's own lookup decides; it is not read here
+		}
+		f := Finding{Path: v.Config.File, Message: fmt.Sprintf("the %s %s has scheme %s, which no file system of this image serves: Flink fails when it first opens it, not at start",
+			l.What, l.Value, l.Scheme),
+			Found:    fmt.Sprintf("%s: %s (%s); %s", l.Key, l.Value, l.Source, fsys.describe()),
+			Required: "a file system plugin for " + l.Scheme + " in its own folder below plugins/"}
+		if !direct {
+			f.Required = fmt.Sprintf("a FileSystemFactory for %s in lib or a plugin, or Hadoop with a file system for it on the class path (HADOOP_CLASSPATH)", l.Scheme)
+		}
+		f.Fix = fsys.fixFor(l.Scheme, plugins, rel)
+		if unread := fsys.unreadFactories(); len(unread) > 0 {
+			f.Severity = Warning
+			f.Message += fmt.Sprintf(", unless %s serves it (its scheme could not be read)", strings.Join(unread, ", "))
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+func (fs *FileSystems) serves(scheme string) bool {
+	return slices.ContainsFunc(fs.Factories, func(f Factory) bool { return f.Scheme == scheme })
+}
+
+func (fs *FileSystems) unreadFactories() []string {
+	var out []string
+	for _, f := range fs.Factories {
+		if f.Unknown {
+			out = append(out, f.Class+" ("+f.JAR+")")
+		}
+	}
+	return out
+}
+
+// describe says what serves which scheme, for a finding's Found.
+func (fs *FileSystems) describe() string {
+	var served []string
+	for _, f := range fs.Factories {
+		if f.Scheme != "" && !slices.Contains(served, f.Scheme) {
+			served = append(served, f.Scheme)
+		}
+	}
+	s := "file systems served: file"
+	if len(served) > 0 {
+		s += ", " + strings.Join(served, ", ")
+	}
+	if fs.Hadoop == "" {
+		s += "; no Hadoop on the class path"
+	}
+	if len(fs.Loose) > 0 {
+		s += "; not loaded, straight in plugins/: " + strings.Join(fs.Loose, ", ")
+	}
+	return s
+}
+
+// fixFor names the plugin to add: the copy opt/ holds (an
+// ENABLE_BUILT_IN_PLUGINS value), else the artifact by coordinates.
+func (fs *FileSystems) fixFor(scheme string, plugins []string, release string) string {
+	for _, loose := range fs.Loose {
+		for _, p := range plugins {
+			if strings.HasPrefix(path.Base(loose), p+"-") {
+				return fmt.Sprintf("move %s into a folder of its own: %s/%s/", loose, fs.pluginsDir(), strings.TrimSuffix(path.Base(loose), ".jar"))
+			}
+		}
+	}
+	for _, p := range plugins {
+		for _, o := range fs.Opt {
+			if strings.HasPrefix(path.Base(o), p+"-") && strings.HasSuffix(o, ".jar") {
+				return fmt.Sprintf("set ENABLE_BUILT_IN_PLUGINS=%s (the image links it from opt/ into plugins/), or copy it into %s/%s/", path.Base(o), fs.pluginsDir(), strings.TrimPrefix(p, "flink-"))
+			}
+		}
+	}
+	if len(plugins) == 0 {
+		return fmt.Sprintf("add a file system for %s (a plugin folder below plugins/ holding its FileSystemFactory), or set HADOOP_CLASSPATH to a Hadoop that has one; or point the location at a scheme the image serves", scheme)
+	}
+	var coords []string
+	for _, p := range plugins {
+		coords = append(coords, fmt.Sprintf("org.apache.flink:%s:%s into %s/%s/", p, cmp.Or(release, "<release>"), fs.pluginsDir(), strings.TrimPrefix(p, "flink-")))
+	}
+	return "add the plugin: " + strings.Join(coords, ", or ")
+}
+
+func (fs *FileSystems) pluginsDir() string { return cmp.Or(fs.PluginsDir, "plugins") }
+
+// pluginsLoose reports JARs straight in plugins/: Flink loads only
+// subfolders. A warning: where a configured location needs what one of
+// them would serve, fs-scheme-unserved is the error, and its fix moves it.
+func pluginsLoose(v *view) []Finding {
+	fsys := v.FileSystems
+	if fsys == nil || len(fsys.Loose) == 0 {
+		return nil
+	}
+	var out []Finding
+	for _, j := range fsys.Loose {
+		out = append(out, Finding{Severity: Warning, Path: j, Message: "a JAR straight in plugins/ is never loaded: Flink loads each subfolder of plugins/ as one plugin",
+			Found: j, Required: "every plugin JAR in a folder of its own below " + fsys.pluginsDir(),
+			Fix: fmt.Sprintf("move it into %s/%s/, or remove it", fsys.pluginsDir(), strings.TrimSuffix(path.Base(j), ".jar"))})
+	}
+	return out
+}
+
+// pluginsEmpty reports a subfolder of plugins/ without a JAR: Flink's
+// plugin finder refuses it and the process fails at start.
+func pluginsEmpty(v *view) []Finding {
+	fsys := v.FileSystems
+	if fsys == nil {
+		return nil
+	}
+	var out []Finding
+	for _, p := range fsys.Plugins {
+		if len(p.JARs) > 0 || p.Linked || p.Enabled {
+			continue
+		}
+		out = append(out, Finding{Path: p.Dir, Message: "a plugin folder holds no JAR: Flink refuses it and fails at start (\"Cannot find any jar files for plugin in directory\")",
+			Found: p.Dir + " without a *.jar", Required: "each folder below plugins/ holding the plugin's JARs",
+			Fix: "put the plugin's JAR into " + p.Dir + ", or remove the folder"})
+	}
+	return out
+}
+
+// pluginsEnableMissing reports an ENABLE_BUILT_IN_PLUGINS entry opt/ does
+// not have: the image entrypoint exits 1 ("does not exist") before Flink.
+func pluginsEnableMissing(v *view) []Finding {
+	fsys := v.FileSystems
+	if fsys == nil {
+		return nil
+	}
+	var out []Finding
+	for _, e := range fsys.Enabled {
+		if e.Present {
+			continue
+		}
+		have := "opt/ holds no JAR"
+		if len(fsys.Opt) > 0 {
+			var names []string
+			for _, o := range fsys.Opt {
+				names = append(names, path.Base(o))
+			}
+			have = "opt/ holds " + strings.Join(names, ", ")
+		}
+		out = append(out, Finding{Path: e.Opt, Message: fmt.Sprintf("ENABLE_BUILT_IN_PLUGINS names %s, which opt/ does not have: the image's entrypoint exits 1 before Flink starts", e.Name),
+			Found: "ENABLE_BUILT_IN_PLUGINS entry " + e.Name + "; " + have, Required: "each ';'-separated entry the file name of a JAR in " + path.Dir(e.Opt),
+			Fix: "name a JAR opt/ holds (with its release, as in flink-s3-fs-hadoop-<release>.jar), or drop the entry and put the plugin into its own folder below plugins/"})
+	}
+	return out
+}

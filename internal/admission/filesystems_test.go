@@ -1,0 +1,109 @@
+package admission_test
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+)
+
+const plugins = testkit.FlinkHome + "/plugins"
+
+// s3Plugin is a plugin JAR as flink-s3-fs-hadoop lays it out: two
+// factories, each returning its scheme, one inheriting it.
+func s3Plugin() []byte {
+	svc := map[string][]string{"org.apache.flink.core.fs.FileSystemFactory": {"x.S3Factory", "x.S3AFactory", "x.Computed"}}
+	return testkit.ClassJAR("", []testkit.Class{
+		{Name: "x/Base", Returns: map[string]string{"getScheme": "s3"}},
+		{Name: "x/S3Factory", Super: "x/Base"},
+		{Name: "x/S3AFactory", Returns: map[string]string{"getScheme": "ldc_w:s3a"}},
+		{Name: "x/Computed", Returns: map[string]string{"getScheme": ""}},
+	}, svc)
+}
+
+// TestFileSystemRules fires each run-time rule on a case and not on the
+// same case mended. Real Flink's verdicts on the real plugins are
+// internal/realflink's TestFileSystemsAsFlinkResolvesThem; these cases are
+// the rules' edges on JARs this test writes.
+func TestFileSystemRules(t *testing.T) {
+	t.Parallel()
+	conf := func(m fstest.MapFS, body string) fstest.MapFS {
+		return put(m, testkit.FlinkHome+"/conf/config.yaml", []byte(body))
+	}
+	base := func(body string) fstest.MapFS { return conf(withConf("2.2.1", nil), body) }
+	for _, c := range []struct {
+		name, rule string
+		severity   string
+		root       fstest.MapFS
+		env        map[string]string
+		mended     fstest.MapFS
+		mendedEnv  map[string]string
+	}{
+		{name: "s3 checkpoints without a plugin", rule: "fs-scheme-unserved", severity: "error",
+			root:   base("execution.checkpointing.dir: s3://b/cp\n"),
+			mended: put(base("execution.checkpointing.dir: s3://b/cp\n"), plugins+"/s3/p.jar", s3Plugin())},
+		{name: "s3a from a factory whose scheme is an ldc_w", rule: "fs-scheme-unserved", severity: "error",
+			root:   base("execution.checkpointing.savepoint-dir: s3p://b/sp\n"),
+			mended: put(base("execution.checkpointing.savepoint-dir: s3a://b/sp\n"), plugins+"/s3/p.jar", s3Plugin())},
+		{name: "a computed scheme makes it a warning", rule: "fs-scheme-unserved", severity: "warning",
+			root:   put(base("execution.checkpointing.dir: gs://b/cp\n"), plugins+"/s3/p.jar", s3Plugin()),
+			mended: put(base("execution.checkpointing.dir: s3://b/cp\n"), plugins+"/s3/p.jar", s3Plugin())},
+		{name: "the plugin straight in plugins/", rule: "fs-scheme-unserved", severity: "error",
+			root:   put(base("execution.checkpointing.dir: s3://b/cp\n"), plugins+"/flink-s3-fs-hadoop-2.2.1.jar", s3Plugin()),
+			mended: put(base("execution.checkpointing.dir: s3://b/cp\n"), plugins+"/flink-s3-fs-hadoop-2.2.1/flink-s3-fs-hadoop-2.2.1.jar", s3Plugin())},
+		{name: "hdfs with Hadoop on the class path", rule: "fs-scheme-unserved", severity: "error",
+			root: base("execution.checkpointing.dir: hdfs://nn/cp\n"), mended: base("execution.checkpointing.dir: hdfs://nn/cp\n"),
+			mendedEnv: map[string]string{"HADOOP_CLASSPATH": "/opt/hadoop/share/*"}},
+		{name: "s3 is not Hadoop's unless allowed", rule: "fs-scheme-unserved", severity: "error",
+			root:   base("execution.checkpointing.dir: s3://b/cp\n"), env: map[string]string{"HADOOP_CLASSPATH": "/h/*"},
+			mended: base("fs.allowed-fallback-filesystems: s3;gs\nexecution.checkpointing.dir: s3://b/cp\n"), mendedEnv: map[string]string{"HADOOP_CLASSPATH": "/h/*"}},
+		{name: "the default scheme", rule: "fs-scheme-unserved", severity: "error",
+			root: base("fs.default-scheme: s3://b/\nexecution.checkpointing.dir: /cp\n"), mended: base("execution.checkpointing.dir: /cp\n")},
+		{name: "a JAR straight in plugins/", rule: "plugins-loose-jar", severity: "warning",
+			root:   put(withConf("2.2.1", nil), plugins+"/reporter.jar", testkit.JAR("")),
+			mended: put(withConf("2.2.1", nil), plugins+"/reporter/reporter.jar", testkit.JAR(""))},
+		{name: "an empty plugin folder", rule: "plugins-empty-folder", severity: "error",
+			root:   put(withConf("2.2.1", nil), plugins+"/s3/README", nil),
+			mended: put(withConf("2.2.1", nil), plugins+"/s3/sub/p.jar", s3Plugin())},
+		{name: "ENABLE_BUILT_IN_PLUGINS naming what opt/ lacks", rule: "plugins-enable-missing", severity: "error",
+			root: withConf("2.2.1", nil), env: map[string]string{"ENABLE_BUILT_IN_PLUGINS": "flink-s3-fs-hadoop-2.2.1.jar"},
+			mended: put(withConf("2.2.1", nil), testkit.FlinkHome+"/opt/flink-s3-fs-hadoop-2.2.1.jar", s3Plugin()), mendedEnv: map[string]string{"ENABLE_BUILT_IN_PLUGINS": "flink-s3-fs-hadoop-2.2.1.jar"}},
+		{name: "ENABLE_BUILT_IN_PLUGINS serves the scheme", rule: "fs-scheme-unserved", severity: "error",
+			root:   put(base("execution.checkpointing.dir: s3://b/cp\n"), testkit.FlinkHome+"/opt/flink-s3-fs-hadoop-2.2.1.jar", s3Plugin()),
+			mended: put(base("execution.checkpointing.dir: s3://b/cp\n"), testkit.FlinkHome+"/opt/flink-s3-fs-hadoop-2.2.1.jar", s3Plugin()), mendedEnv: map[string]string{"ENABLE_BUILT_IN_PLUGINS": "flink-s3-fs-hadoop-2.2.1.jar"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := confSettings("jobmanager", c.env, "")
+			s.Launch = host.LaunchImage
+			d := decide(t, c.root, s)
+			var hit bool
+			for _, f := range d.Findings {
+				if f.Rule != c.rule {
+					continue
+				}
+				hit = true
+				assert.Equal(t, c.severity, string(f.Severity), f.Message)
+				for _, part := range []string{f.Message, f.Found, f.Required, f.Fix} {
+					assert.NotEmpty(t, part, "%+v", f)
+				}
+				if c.name == "s3 checkpoints without a plugin" {
+					assert.Contains(t, f.Fix, "org.apache.flink:flink-s3-fs-hadoop:2.2.1", "the fix names the plugin by coordinates")
+				}
+				if c.name == "ENABLE_BUILT_IN_PLUGINS serves the scheme" {
+					assert.Contains(t, f.Fix, "ENABLE_BUILT_IN_PLUGINS=flink-s3-fs-hadoop-2.2.1.jar", "the fix is the value to set")
+				}
+				if strings.Contains(c.name, "straight in") && c.rule == "fs-scheme-unserved" {
+					assert.Contains(t, f.Fix, "move ")
+				}
+			}
+			assert.True(t, hit, "%s did not fire: %v", c.rule, rules(d.Findings))
+			s = confSettings("jobmanager", c.mendedEnv, "")
+			s.Launch = host.LaunchImage
+			assert.NotContains(t, rules(decide(t, c.mended, s).Findings), c.rule)
+		})
+	}
+}

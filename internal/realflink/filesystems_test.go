@@ -1,0 +1,209 @@
+//go:build realjars
+
+package realflink
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// fsCase is a configuration and a plugins folder: the real distribution's
+// own plugins/ (its metrics reporters and GPU plugin) plus what the case
+// adds.
+type fsCase struct {
+	name    string
+	only    string            // "2" or "1": the line it is for; "" both
+	conf    string            // config lines, the same in config.yaml and flink-conf.yaml
+	plugins map[string]string // plugin folder (or "" for straight in plugins/) to artifact
+	empty   string            // an empty folder to add below plugins/
+}
+
+var fsCases = []fsCase{
+	{name: "s3 checkpoints without a plugin", conf: "state.checkpoints.dir: s3://bucket/cp"},
+	{name: "s3 checkpoints with flink-s3-fs-hadoop", conf: "state.checkpoints.dir: s3://bucket/cp", plugins: map[string]string{"s3-fs-hadoop": "flink-s3-fs-hadoop"}},
+	{name: "s3a savepoints with flink-s3-fs-hadoop", conf: "state.savepoints.dir: s3a://bucket/sp", plugins: map[string]string{"s3": "flink-s3-fs-hadoop"}},
+	{name: "the plugin JAR straight in plugins/", conf: "state.checkpoints.dir: s3://bucket/cp", plugins: map[string]string{"": "flink-s3-fs-hadoop"}},
+	{name: "s3a with flink-s3-fs-presto", only: "2", conf: "state.checkpoints.dir: s3a://bucket/cp", plugins: map[string]string{"presto": "flink-s3-fs-presto"}},
+	{name: "s3p with flink-s3-fs-presto", only: "2", conf: "state.checkpoints.dir: s3p://bucket/cp", plugins: map[string]string{"presto": "flink-s3-fs-presto"}},
+	{name: "gs savepoints without a plugin", conf: "state.savepoints.dir: gs://bucket/sp"},
+	{name: "abfss archive without a plugin", conf: "jobmanager.archive.fs.dir: abfss://c@acct.dfs.core.windows.net/archive"},
+	{name: "hdfs without Hadoop", conf: "state.checkpoints.dir: hdfs://namenode:8020/cp"},
+	{name: "HA storage on s3 with HA on", conf: "high-availability.type: kubernetes\nhigh-availability.storageDir: s3://bucket/ha"},
+	{name: "HA storage on s3 with HA off", conf: "high-availability.storageDir: s3://bucket/ha"},
+	{name: "local paths", conf: "state.checkpoints.dir: file:///tmp/cp\nstate.savepoints.dir: /tmp/sp\njobmanager.archive.fs.dir: file:/tmp/archive"},
+	{name: "default scheme s3 without a plugin", conf: "fs.default-scheme: s3://bucket/\nstate.checkpoints.dir: /cp"},
+	{name: "default scheme s3 with a plugin", conf: "fs.default-scheme: s3://bucket/\nstate.checkpoints.dir: /cp", plugins: map[string]string{"s3": "flink-s3-fs-hadoop"}},
+	{name: "s3 allowed to fall back, no Hadoop", conf: "fs.allowed-fallback-filesystems: s3\nstate.checkpoints.dir: s3://bucket/cp"},
+	{name: "the new key on 2.x", only: "2", conf: "execution.checkpointing.dir: s3://bucket/cp\nexecution.checkpointing.savepoint-dir: s3://bucket/sp", plugins: map[string]string{"s3": "flink-s3-fs-hadoop"}},
+	{name: "an empty plugin folder", conf: "state.checkpoints.dir: file:///tmp/cp", empty: "s3"},
+	{name: "an upper-case scheme", conf: "state.checkpoints.dir: S3://bucket/cp", plugins: map[string]string{"s3": "flink-s3-fs-hadoop"}},
+}
+
+// fsOutcome is what real Flink (FileSystemOracle) made of a case.
+type fsOutcome struct {
+	startFails string
+	schemes    []string // registered factories' schemes, sorted
+	failing    []string // "key value" of the locations it could not open
+	opened     int
+}
+
+func runFileSystemOracle(t *testing.T, version, conf, plugins string) fsOutcome {
+	t.Helper()
+	var cp []string
+	for _, p := range realLib(t, version) {
+		cp = append(cp, p)
+	}
+	slices.Sort(cp)
+	oracle, err := filepath.Abs("testdata/FileSystemOracle.java")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "java", "-Dlog4j2.level=OFF", "-cp", strings.Join(cp, ":"), oracle, conf)
+	cmd.Env = append(os.Environ(), "FLINK_PLUGINS_DIR="+plugins)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "FileSystemOracle: %s", stderr.String())
+	var o fsOutcome
+	for _, l := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(l, "== START-FAILS "):
+			o.startFails = strings.TrimPrefix(l, "== START-FAILS ")
+		case strings.HasPrefix(l, "== SCHEME "):
+			o.schemes = append(o.schemes, strings.Fields(l)[2])
+		case strings.HasPrefix(l, "== LOCATION "):
+			f := strings.Fields(l)
+			if f[4] == "FAILS" {
+				o.failing = append(o.failing, f[2]+" "+f[3])
+			} else {
+				o.opened++
+			}
+		}
+	}
+	slices.Sort(o.schemes)
+	return o
+}
+
+// TestFileSystemsAsFlinkResolvesThem is the test of record for the
+// fs-scheme-unserved and plugins-* rules: on the real distributions of both
+// lines, with real file system plugins by Maven coordinates, real Flink's
+// FileSystem (with its PluginManager) opens every configured location;
+// wherever it fails (UnsupportedFileSystemSchemeException, or the plugin
+// finder at start), the product refuses, and wherever it succeeds, the
+// product admits. The factories' schemes the product reads from bytecode
+// are those Flink's factories return.
+func TestFileSystemsAsFlinkResolvesThem(t *testing.T) {
+	for _, version := range []string{"2.2.0", "1.18.1"} {
+		for _, c := range fsCases {
+			if c.only != "" && !strings.HasPrefix(version, c.only) {
+				continue
+			}
+			t.Run(version+"/"+c.name, func(t *testing.T) {
+				root := t.TempDir()
+				home := filepath.Join(root, "opt/flink")
+				lib, conf, plugins := filepath.Join(home, "lib"), filepath.Join(home, "conf"), filepath.Join(home, "plugins")
+				for _, d := range []string{lib, conf, plugins} {
+					require.NoError(t, os.MkdirAll(d, 0o755))
+				}
+				for name, p := range realLib(t, version) {
+					require.NoError(t, os.Symlink(p, filepath.Join(lib, name)))
+				}
+				dist := filepath.Join(flinkHome(t, version), "plugins")
+				entries, err := os.ReadDir(dist)
+				require.NoError(t, err)
+				for _, e := range entries {
+					if e.IsDir() {
+						require.NoError(t, os.Symlink(filepath.Join(dist, e.Name()), filepath.Join(plugins, e.Name())))
+					}
+				}
+				for folder, artifact := range c.plugins {
+					dir := filepath.Join(plugins, folder)
+					require.NoError(t, os.MkdirAll(dir, 0o755))
+					require.NoError(t, os.Symlink(jarPath(t, artifact, version), filepath.Join(dir, artifact+"-"+version+".jar")))
+				}
+				if c.empty != "" {
+					require.NoError(t, os.MkdirAll(filepath.Join(plugins, c.empty), 0o755))
+				}
+				file := "config.yaml"
+				if strings.HasPrefix(version, "1.") {
+					file = "flink-conf.yaml"
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(conf, file), []byte(c.conf+"\n"), 0o644))
+
+				flink := runFileSystemOracle(t, version, conf, plugins)
+				facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{
+					LibDir: lib, PluginsDir: plugins, FlinkHome: home, ConfDir: conf, Role: "jobmanager", Launch: host.LaunchBare,
+					OS: "linux", Arch: "x86_64"}, nil)
+				require.NoError(t, err)
+				d := admission.Decide(facts)
+				var refusing []string
+				for _, f := range d.Findings {
+					if f.Severity == admission.Error && (f.Rule == "fs-scheme-unserved" || strings.HasPrefix(f.Rule, "plugins-")) {
+						refusing = append(refusing, f.Rule+": "+f.Message)
+					}
+				}
+				t.Logf("Flink: start fails %q, schemes %v, failing %v, opened %d", flink.startFails, flink.schemes, flink.failing, flink.opened)
+				t.Logf("product: %v", refusing)
+				flinkFails := flink.startFails != "" || len(flink.failing) > 0
+				assert.Equal(t, flinkFails, len(refusing) > 0, "Flink fails: %v, the product refuses: %v", flinkFails, refusing)
+				if flink.startFails == "" {
+					assert.Len(t, refusing, len(flink.failing), "one finding per location Flink cannot open")
+				}
+				if facts.FileSystems.FactoriesRead {
+					var ours []string
+					for _, f := range facts.FileSystems.Factories {
+						ours = append(ours, f.Scheme)
+					}
+					slices.Sort(ours)
+					assert.Equal(t, flink.schemes, ours, "the factories' schemes, read from their bytecode")
+				}
+			})
+		}
+	}
+}
+
+// TestDirectlySupportedIsFlinks reads the schemes Flink serves only from
+// plugins out of flink-dist's FileSystem (its static initializer's string
+// constants, in scheme/plugin pairs) on both lines.
+func TestDirectlySupportedIsFlinks(t *testing.T) {
+	for _, version := range []string{"2.2.0", "1.18.1"} {
+		a, err := payload.OpenArchive(os.DirFS("/"), strings.TrimPrefix(realLib(t, version)["flink-dist-"+version+".jar"], "/"))
+		require.NoError(t, err)
+		data, err := a.Class("org/apache/flink/core/fs/FileSystem", nil)
+		a.Close()
+		require.NoError(t, err)
+		c, err := classfile.Parse(data, classfile.Options{Init: true})
+		require.NoError(t, err)
+		var strs []string
+		for _, in := range c.Init {
+			if in.String != "" {
+				strs = append(strs, in.String)
+			}
+		}
+		flink := map[string]bool{}
+		for i := 0; i+1 < len(strs); i++ {
+			if strings.HasPrefix(strs[i+1], "flink-") && !strings.HasPrefix(strs[i], "flink-") {
+				flink[strs[i]] = true
+			}
+		}
+		ours := map[string]bool{}
+		for s := range admission.DirectlySupported() {
+			ours[s] = true
+		}
+		assert.Equal(t, flink, ours, "Flink %s: the schemes only plugins serve", version)
+	}
+}
