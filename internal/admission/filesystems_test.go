@@ -59,7 +59,7 @@ func TestFileSystemRules(t *testing.T) {
 			root: base("execution.checkpointing.dir: hdfs://nn/cp\n"), mended: base("execution.checkpointing.dir: hdfs://nn/cp\n"),
 			mendedEnv: map[string]string{"HADOOP_CLASSPATH": "/opt/hadoop/share/*"}},
 		{name: "s3 is not Hadoop's unless allowed", rule: "fs-scheme-unserved", severity: "error",
-			root:   base("execution.checkpointing.dir: s3://b/cp\n"), env: map[string]string{"HADOOP_CLASSPATH": "/h/*"},
+			root: base("execution.checkpointing.dir: s3://b/cp\n"), env: map[string]string{"HADOOP_CLASSPATH": "/h/*"},
 			mended: base("fs.allowed-fallback-filesystems: s3;gs\nexecution.checkpointing.dir: s3://b/cp\n"), mendedEnv: map[string]string{"HADOOP_CLASSPATH": "/h/*"}},
 		{name: "the default scheme", rule: "fs-scheme-unserved", severity: "error",
 			root: base("fs.default-scheme: s3://b/\nexecution.checkpointing.dir: /cp\n"), mended: base("execution.checkpointing.dir: /cp\n")},

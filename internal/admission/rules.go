@@ -119,6 +119,7 @@ var Rules = []Rule{
 	{ID: "plugins-loose-jar", Severity: Warning, Tier: TierStart, Doc: "A JAR straight in plugins/: Flink loads only subfolders, each as one plugin, so it is never loaded (fs-scheme-unserved is the error when a location needs it).", check: pluginsLoose},
 	{ID: "plugins-empty-folder", Severity: Error, Tier: TierStart, Doc: "A folder below plugins/ holds no JAR: Flink's plugin finder refuses it and the process fails at start.", check: pluginsEmpty},
 	{ID: "plugins-enable-missing", Severity: Error, Tier: TierStart, Doc: "ENABLE_BUILT_IN_PLUGINS names a JAR $FLINK_HOME/opt does not hold: the official image's entrypoint exits 1 before Flink starts.", check: pluginsEnableMissing},
+	{ID: "logging-binding-lost", Severity: Error, Tier: TierStart, Doc: "The SLF4J 2 API wins on lib's class path (a JAR before flink-dist holds org/slf4j/LoggerFactory and org/slf4j/spi/SLF4JServiceProvider) and no JAR of lib provides an SLF4J 2 binding (META-INF/services/org.slf4j.spi.SLF4JServiceProvider): SLF4J 2 ignores Flink's 1.x binding (log4j-slf4j-impl), and every log line goes to the no-operation logger.", check: loggingBindingLost},
 	{ID: "plugins-payload", Severity: Warning, Tier: TierStart, Doc: "A StreamFusion payload sits in plugins/, where it loads in isolation and never accelerates.", check: pluginsPayload},
 }
 

@@ -297,6 +297,12 @@ var cases = []ruleCase{
 		*s = confSettings("jobmanager", map[string]string{"ENABLE_BUILT_IN_PLUGINS": "flink-s3-fs-hadoop-2.2.1.jar"}, "")
 		s.Launch = host.LaunchImage
 	}},
+	{name: "the SLF4J 2 API ahead of flink-dist without a provider", rule: "logging-binding-lost", root: func() fstest.MapFS {
+		return put(good(), libFile("a-connector.jar"), testkit.JAR("", testkit.Entry{Name: "org/slf4j/LoggerFactory.class", Data: []byte("2")}, testkit.Entry{Name: "org/slf4j/spi/SLF4JServiceProvider.class", Data: []byte("2")}))
+	}, admit: func() fstest.MapFS {
+		m := put(good(), libFile("a-connector.jar"), testkit.JAR("", testkit.Entry{Name: "org/slf4j/LoggerFactory.class", Data: []byte("2")}, testkit.Entry{Name: "org/slf4j/spi/SLF4JServiceProvider.class", Data: []byte("2")}))
+		return put(m, libFile("log4j-slf4j2-impl-2.24.3.jar"), testkit.JAR("", testkit.Entry{Name: "META-INF/services/org.slf4j.spi.SLF4JServiceProvider", Data: []byte("org.apache.logging.slf4j.SLF4JServiceProvider\n")}))
+	}},
 	{name: "payload in plugins", rule: "plugins-payload", root: func() fstest.MapFS {
 		return put(good(), testkit.FlinkHome+"/plugins/sf/streamfusion-kafka.jar", testkit.Extension("kafka", "2.2", "0.1.0").Bytes())
 	}},

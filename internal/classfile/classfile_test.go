@@ -111,7 +111,11 @@ func FuzzParse(f *testing.F) {
 	if inner, err := os.ReadFile("testdata/classes/Sample$Inner.class"); err == nil {
 		f.Add(inner)
 	}
+	f.Add(testkit.Class{Name: "a/F", Returns: map[string]string{"getScheme": "s3", "w": "ldc_w:x"}}.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if r, err := Parse(data, Options{MembersOnly: true, Returns: "getScheme"}); err == nil && len(r.Returns) > len(data) {
+			t.Fatalf("a returned constant of %d bytes from %d", len(r.Returns), len(data))
+		}
 		c, err := Parse(data, Options{Init: true})
 		if err != nil {
 			if !errors.Is(err, ErrFormat) {

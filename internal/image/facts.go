@@ -28,7 +28,7 @@ import (
 
 // factsVersion is the format of layer facts; a cached record of another
 // version is never read (it is in the key and in the record).
-const factsVersion = 7
+const factsVersion = 8
 
 // Bounds on what one layer's facts hold.
 const (
@@ -83,6 +83,7 @@ type jarFacts struct {
 	Logging      string            `json:"logging,omitempty"`
 	Services     []string          `json:"services,omitempty"`
 	Hadoop       bool              `json:"hadoop,omitempty"`
+	SLF4J        [2]bool           `json:"slf4j,omitempty"` // SLF4JFactory, SLF4JProviders
 	Properties   map[string]string `json:"properties,omitempty"`
 	EmbeddedCore string            `json:"embeddedCore,omitempty"`
 	ELF          []payload.Native  `json:"elf,omitempty"`
@@ -99,7 +100,7 @@ func toFacts(j *payload.JAR) *jarFacts {
 	}
 	f := &jarFacts{Size: j.Size, Entries: j.Entries, ClassMark: j.ClassMark, MetaMark: j.MetaMark,
 		NativeMark: j.NativeMark, NativeCount: j.NativeCount, Native: j.Native, Logging: j.Logging,
-		Services: j.Services, Hadoop: j.Hadoop, Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
+		Services: j.Services, Hadoop: j.Hadoop, SLF4J: [2]bool{j.SLF4JFactory, j.SLF4JProviders}, Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
 	if j.Err != nil {
 		f.Err = j.Err.Error()
 	}
@@ -125,7 +126,7 @@ func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
 	}
 	j := &payload.JAR{Path: p, Size: f.Size, Entries: f.Entries, ClassMark: f.ClassMark, MetaMark: f.MetaMark,
 		NativeMark: f.NativeMark, NativeCount: f.NativeCount, Native: f.Native, Logging: f.Logging,
-		Services: f.Services, Hadoop: f.Hadoop, EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed, ELF: f.ELF}
+		Services: f.Services, Hadoop: f.Hadoop, SLF4JFactory: f.SLF4J[0], SLF4JProviders: f.SLF4J[1], EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed, ELF: f.ELF}
 	if target != p {
 		j.Target = target
 	}

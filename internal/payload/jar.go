@@ -24,6 +24,8 @@ const (
 	loggingPrefix        = "org/slf4j/"
 	servicesPrefix       = "META-INF/services/"
 	hadoopMark           = "org/apache/hadoop/fs/FileSystem.class"
+	slf4jFactory         = "org/slf4j/LoggerFactory.class"
+	slf4jProviderSPI     = "org/slf4j/spi/SLF4JServiceProvider.class"
 	keepServices         = 64
 	maxDeclaredMF        = 16 << 20 // a manifest declaring more is refused unread
 	maxProperties        = 64 << 10
@@ -68,6 +70,12 @@ type JAR struct {
 	// needs.
 	Services []string
 	Hadoop   bool
+
+	// SLF4JFactory is set when the JAR holds org/slf4j/LoggerFactory,
+	// SLF4JProviders when it holds org/slf4j/spi/SLF4JServiceProvider: the
+	// SLF4J 2 API, which finds its binding by ServiceLoader and ignores a
+	// 1.x binding (StaticLoggerBinder, as Flink's log4j-slf4j-impl is).
+	SLF4JFactory, SLF4JProviders bool
 
 	// ELF are the facts of the native libraries read for Options.Native,
 	// in directory order; nil when not asked for or none qualify.
@@ -242,8 +250,13 @@ func (j *JAR) collect(c *collector, name []byte, e *entry, opt Options) {
 		if j.Logging == "" && len(name) > len(loggingPrefix) && bytes.HasPrefix(name, []byte(loggingPrefix)) {
 			j.Logging = string(name)
 		}
-		if len(name) == len(hadoopMark) && string(name) == hadoopMark {
+		switch string(name) {
+		case hadoopMark:
 			j.Hadoop = true
+		case slf4jFactory:
+			j.SLF4JFactory = true
+		case slf4jProviderSPI:
+			j.SLF4JProviders = true
 		}
 	case '.':
 		if opt.Properties && string(name) == VersionProperties {

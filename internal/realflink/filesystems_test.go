@@ -207,3 +207,68 @@ func TestDirectlySupportedIsFlinks(t *testing.T) {
 		assert.Equal(t, flink, ours, "Flink %s: the schemes only plugins serve", version)
 	}
 }
+
+// TestLoggingBindingAsSLF4JFindsIt is the test of record for
+// logging-binding-lost: real Flink lib of both lines, with real SLF4J and
+// Log4j JARs by Maven coordinates added to it, and SLF4J's own lookup
+// (LoggingOracle, on lib in Flink's class path order) as the oracle:
+// wherever SLF4J binds the no-operation logger, the product refuses;
+// wherever it binds Flink's Log4j, the product admits.
+func TestLoggingBindingAsSLF4JFindsIt(t *testing.T) {
+	for _, version := range []string{"2.2.0", "1.18.1"} {
+		for _, c := range []struct {
+			name  string
+			extra []string // artifact-version in the JAR cache, added to lib
+			only  string
+		}{
+			{"Flink's own lib", nil, ""},
+			{"the SLF4J 2 API in lib", []string{"slf4j-api-2.0.16"}, ""},
+			// Log4j's SLF4J 2 provider exists from 2.19 on; on 1.18.1's Log4j
+			// 2.17.1 the JVM fails to initialize it (NoClassDefFoundError),
+			// which no rule judges yet: 2.2 only.
+			{"the SLF4J 2 API with its Log4j provider", []string{"slf4j-api-2.0.16", "log4j-slf4j2-impl-2.24.3"}, "2"},
+			{"the SLF4J 1.7 API in lib", []string{"slf4j-api-1.7.36"}, ""},
+		} {
+			if c.only != "" && !strings.HasPrefix(version, c.only) {
+				continue
+			}
+			t.Run(version+"/"+c.name, func(t *testing.T) {
+				lib := filepath.Join(t.TempDir(), "opt/flink/lib")
+				require.NoError(t, os.MkdirAll(lib, 0o755))
+				var cp []string
+				for name, p := range realLib(t, version) {
+					require.NoError(t, os.Symlink(p, filepath.Join(lib, name)))
+					if !admission.IsDist(name) {
+						cp = append(cp, filepath.Join(lib, name))
+					}
+				}
+				for _, e := range c.extra {
+					i := strings.LastIndexByte(e, '-')
+					p := filepath.Join(lib, e+".jar")
+					require.NoError(t, os.Symlink(jarPath(t, e[:i], e[i+1:]), p))
+					cp = append(cp, p)
+				}
+				slices.Sort(cp) // the names sort alike in every collation
+				cp = append(cp, filepath.Join(lib, "flink-dist-"+version+".jar"))
+				oracle, err := filepath.Abs("testdata/LoggingOracle.java")
+				require.NoError(t, err)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				out, err := exec.CommandContext(ctx, "java", "-cp", strings.Join(cp, ":"), oracle).Output()
+				require.NoError(t, err)
+				factory := ""
+				for _, l := range strings.Split(string(out), "\n") {
+					if strings.HasPrefix(l, "== FACTORY ") {
+						factory = strings.TrimPrefix(l, "== FACTORY ")
+					}
+				}
+				require.NotEmpty(t, factory, "LoggingOracle: %s", out)
+				facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{LibDir: lib, OS: "linux", Arch: "x86_64"}, nil)
+				require.NoError(t, err)
+				refused := slices.Contains(ruleIDs(admission.Decide(facts).Findings), "logging-binding-lost")
+				t.Logf("SLF4J binds %s; the product refuses: %v", factory, refused)
+				assert.Equal(t, strings.HasSuffix(factory, ".NOPLoggerFactory"), refused, "SLF4J binds %s", factory)
+			})
+		}
+	}
+}
