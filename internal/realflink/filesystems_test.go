@@ -113,6 +113,7 @@ func TestFileSystemsAsFlinkResolvesThem(t *testing.T) {
 				continue
 			}
 			t.Run(version+"/"+c.name, func(t *testing.T) {
+				t.Parallel() // one JVM a case: both cores
 				root := t.TempDir()
 				home := filepath.Join(root, "opt/flink")
 				lib, conf, plugins := filepath.Join(home, "lib"), filepath.Join(home, "conf"), filepath.Join(home, "plugins")
