@@ -26,6 +26,14 @@ type FileSystems struct {
 	// names needs a scheme other than file (FactoriesRead).
 	Factories     []Factory
 	FactoriesRead bool
+	// Reporters are the metric, trace and event reporter factories of lib
+	// and of each plugin (Provider.Service says which), read only when the
+	// configuration names a reporter (ReportersRead).
+	Reporters     []Provider
+	ReportersRead bool
+	// Unreadable are the JARs of lib or a plugin that could not be opened
+	// while the providers were read.
+	Unreadable []Provider
 	// NotRead says why the factories were not read where they were
 	// needed (the image tooling answers from facts without the JARs'
 	// bytes); the scheme rules then judge nothing.
@@ -61,18 +69,30 @@ type Enabled struct {
 	Present bool
 }
 
-// Factory is one FileSystemFactory a services file names.
-type Factory struct {
-	Class  string // binary name
-	JAR    string // the JAR whose services file names it
-	Plugin string // the plugin folder; "" for lib
-	// Scheme is what its getScheme() returns, read from its bytecode.
-	// Without one, Err says why: Unknown is a factory that loads but whose
-	// scheme is computed at run time (it may serve any scheme); otherwise
-	// it does not load (a class that is not there), and serves nothing.
-	Scheme  string
-	Unknown bool
+// Provider is one class a service file names (java.util.ServiceLoader's
+// provider) in one class loader's JARs.
+type Provider struct {
+	Service string `json:",omitempty"` // the service interface
+	Class   string // binary name
+	JAR     string // the JAR whose service file names it
+	Plugin  string // the plugin folder; "" for lib
+	// Missing is a class none of the loader's JARs holds: ServiceLoader
+	// fails on it, and Flink skips it. Err is a service file or JAR that
+	// could not be read.
+	Missing bool
 	Err     string
+}
+
+// Factory is one FileSystemFactory provider with its scheme.
+type Factory struct {
+	Provider
+	// Scheme is what its getScheme() returns, read from its bytecode.
+	// Without one, SchemeErr says why: Unknown is a factory that loads but
+	// whose scheme is computed at run time (it may serve any scheme);
+	// otherwise it does not load, and serves nothing.
+	Scheme    string
+	Unknown   bool
+	SchemeErr string
 }
 
 // directlySupported are the schemes Flink's FileSystem serves only from

@@ -25,6 +25,13 @@ func s3Plugin() []byte {
 	}, svc)
 }
 
+// reporterPlugin is a metrics plugin JAR: its factory listed in its
+// service file, and a second entry whose class is not there.
+func reporterPlugin() []byte {
+	svc := map[string][]string{"org.apache.flink.metrics.reporter.MetricReporterFactory": {"r.PromFactory", "r.Gone"}}
+	return testkit.ClassJAR("", []testkit.Class{{Name: "r/PromFactory"}}, svc)
+}
+
 // TestFileSystemRules fires each run-time rule on a case and not on the
 // same case mended. Real Flink's verdicts on the real plugins are
 // internal/realflink's TestFileSystemsAsFlinkResolvesThem; these cases are
@@ -75,6 +82,17 @@ func TestFileSystemRules(t *testing.T) {
 		{name: "ENABLE_BUILT_IN_PLUGINS serves the scheme", rule: "fs-scheme-unserved", severity: "error",
 			root:   put(base("execution.checkpointing.dir: s3://b/cp\n"), testkit.FlinkHome+"/opt/flink-s3-fs-hadoop-2.2.1.jar", s3Plugin()),
 			mended: put(base("execution.checkpointing.dir: s3://b/cp\n"), testkit.FlinkHome+"/opt/flink-s3-fs-hadoop-2.2.1.jar", s3Plugin()), mendedEnv: map[string]string{"ENABLE_BUILT_IN_PLUGINS": "flink-s3-fs-hadoop-2.2.1.jar"}},
+		{name: "a reporter factory no plugin provides", rule: "reporter-unavailable", severity: "warning",
+			root:   base("metrics.reporter.prom.factory.class: r.PromFactory\n"),
+			mended: put(base("metrics.reporter.prom.factory.class: r.PromFactory\n"), plugins+"/metrics-prom/p.jar", reporterPlugin())},
+		{name: "a reporter factory whose class is not there", rule: "reporter-unavailable", severity: "warning",
+			root:   put(base("metrics.reporter.prom.factory.class: r.Gone\n"), plugins+"/metrics-prom/p.jar", reporterPlugin()),
+			mended: put(base("metrics.reporters: jmx\nmetrics.reporter.prom.factory.class: r.Gone\n"), plugins+"/metrics-prom/p.jar", reporterPlugin())},
+		{name: "a reporter named by its class only", rule: "reporter-unavailable", severity: "warning",
+			root:   put(base("metrics.reporter.prom.class: r.Prom\n"), plugins+"/metrics-prom/p.jar", reporterPlugin()),
+			mended: put(base("metrics.reporter.prom.class: r.Prom\nmetrics.reporter.prom.factory.class: r.PromFactory\n"), plugins+"/metrics-prom/p.jar", reporterPlugin())},
+		{name: "a trace reporter on 2.x", rule: "reporter-unavailable", severity: "warning",
+			root: base("traces.reporter.otel.factory.class: x.OtelFactory\n"), mended: base("traces.reporter.otel.other: 1\n")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := confSettings("jobmanager", c.env, "")

@@ -303,6 +303,9 @@ var cases = []ruleCase{
 		m := put(good(), libFile("a-connector.jar"), testkit.JAR("", testkit.Entry{Name: "org/slf4j/LoggerFactory.class", Data: []byte("2")}, testkit.Entry{Name: "org/slf4j/spi/SLF4JServiceProvider.class", Data: []byte("2")}))
 		return put(m, libFile("log4j-slf4j2-impl-2.24.3.jar"), testkit.JAR("", testkit.Entry{Name: "META-INF/services/org.slf4j.spi.SLF4JServiceProvider", Data: []byte("org.apache.logging.slf4j.SLF4JServiceProvider\n")}))
 	}},
+	{name: "a Prometheus reporter without its plugin", rule: "reporter-unavailable", root: func() fstest.MapFS {
+		return withConf("2.2.1", map[string]string{"config.yaml": "metrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n"})
+	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", imageEnv, "") }},
 	{name: "payload in plugins", rule: "plugins-payload", root: func() fstest.MapFS {
 		return put(good(), testkit.FlinkHome+"/plugins/sf/streamfusion-kafka.jar", testkit.Extension("kafka", "2.2", "0.1.0").Bytes())
 	}},

@@ -19,13 +19,15 @@ const fsFactoryService = "org.apache.flink.core.fs.FileSystemFactory"
 // maxSuper bounds the walk up a factory's superclasses to its getScheme.
 const maxSuper = 16
 
-// gatherFileSystems reads what Flink's FileSystem and plugin loader will
-// find: plugins/ as Flink's DirectoryBasedPluginFinder lists it (each
-// subfolder one plugin, its JARs found recursively; files straight in it
-// ignored), what the image entrypoint's ENABLE_BUILT_IN_PLUGINS links in
-// after the check, and, only when a configured location needs a scheme
-// other than file, the FileSystemFactory providers of lib and of each
-// plugin with the scheme their getScheme() returns.
+// gatherFileSystems reads what Flink's FileSystem, plugin loader and
+// reporter setup will find: plugins/ as Flink's DirectoryBasedPluginFinder
+// lists it (each subfolder one plugin, its JARs found recursively; files
+// straight in it ignored), what the image entrypoint's
+// ENABLE_BUILT_IN_PLUGINS links in after the check; only when a configured
+// location needs a scheme other than file, the FileSystemFactory providers
+// of lib and of each plugin with the scheme their getScheme() returns; and
+// only when the configuration names reporters, the reporter factories of
+// lib and the plugins.
 func gatherFileSystems(fsys fs.FS, s Settings, f *admission.Facts) *admission.FileSystems {
 	out := &admission.FileSystems{}
 	home := s.FlinkHome
@@ -47,20 +49,31 @@ func gatherFileSystems(fsys fs.FS, s Settings, f *admission.Facts) *admission.Fi
 			enable(fsys, home, v, out)
 		}
 	}
-	if f.Config.Dir == "" || !admission.NeedsFactories(distVersion(f.Classpath), f.Config.Role, f.Config.Entries) {
+	rel := distVersion(f.Classpath)
+	needFS := f.Config.Dir != "" && admission.NeedsFactories(rel, f.Config.Role, f.Config.Entries)
+	kinds := admission.ReporterKindsNamed(rel, f.Config.Entries)
+	if !needFS && len(kinds) == 0 {
 		return out
 	}
 	if s.ReadJAR != nil {
 		out.NotRead = "the image's JARs are judged from their facts, without their bytes"
 		return out
 	}
-	out.FactoriesRead = true
+	var services []string
+	if needFS {
+		services = append(services, fsFactoryService)
+	}
+	for _, k := range kinds {
+		services = append(services, k.Service)
+	}
+	// lib's loader: the JARs whose directory lists one of the services.
+	var libJARs []string
 	for _, j := range f.Classpath {
 		if j.Err == nil && j.Hadoop && out.Hadoop == "" {
 			out.Hadoop = j.Path
 		}
-		if j.Err == nil && slices.Contains(j.Services, fsFactoryService) {
-			out.Factories = append(out.Factories, factories(fsys, []string{j.Path}, "")...)
+		if j.Err == nil && slices.ContainsFunc(services, func(svc string) bool { return slices.Contains(j.Services, svc) }) {
+			libJARs = append(libJARs, j.Path)
 		}
 	}
 	if out.Hadoop == "" && s.Getenv != nil {
@@ -68,8 +81,34 @@ func gatherFileSystems(fsys fs.FS, s Settings, f *admission.Facts) *admission.Fi
 			out.Hadoop = "HADOOP_CLASSPATH"
 		}
 	}
+	loaders := []*loader{openLoader(fsys, libJARs, "")}
 	for _, p := range out.Plugins {
-		out.Factories = append(out.Factories, factories(fsys, p.JARs, p.Name)...)
+		loaders = append(loaders, openLoader(fsys, p.JARs, p.Name))
+	}
+	defer func() {
+		for _, l := range loaders {
+			l.close()
+		}
+	}()
+	out.FactoriesRead = needFS
+	out.ReportersRead = len(kinds) > 0
+	for _, l := range loaders {
+		out.Unreadable = append(out.Unreadable, l.errs...)
+		if needFS {
+			for _, p := range l.providers(fsFactoryService) {
+				fac := admission.Factory{Provider: p}
+				if !p.Missing && p.Err == "" {
+					fac.Scheme, fac.Unknown, fac.SchemeErr = l.schemeOf(strings.ReplaceAll(p.Class, ".", "/"))
+				}
+				out.Factories = append(out.Factories, fac)
+			}
+		}
+		for _, k := range kinds {
+			for _, p := range l.providers(k.Service) {
+				p.Service = k.Service
+				out.Reporters = append(out.Reporters, p)
+			}
+		}
 	}
 	return out
 }
@@ -142,67 +181,79 @@ func enable(fsys fs.FS, home, value string, out *admission.FileSystems) {
 	}
 }
 
-// factories reads the FileSystemFactory providers the services files of
-// jars name (one class loader's JARs: lib's one JAR, or a plugin's), each
-// with the scheme its getScheme() returns, found in the class or its
-// superclasses among jars.
-func factories(fsys fs.FS, jars []string, plugin string) []admission.Factory {
-	var archives []*payload.Archive
-	defer func() {
-		for _, a := range archives {
-			_ = a.Close() // read-only: nothing to lose
-		}
-	}()
-	var out []admission.Factory
-	var errs []admission.Factory
+// loader is one class loader's JARs (lib's, or a plugin's), opened for
+// their classes and service files.
+type loader struct {
+	plugin   string
+	archives []*payload.Archive
+	errs     []admission.Provider // JARs that could not be opened
+}
+
+func openLoader(fsys fs.FS, jars []string, plugin string) *loader {
+	l := &loader{plugin: plugin}
 	for _, j := range jars {
 		a, err := payload.OpenArchive(fsys, rel(j))
 		if err != nil {
-			errs = append(errs, admission.Factory{JAR: j, Plugin: plugin, Err: err.Error()})
+			l.errs = append(l.errs, admission.Provider{JAR: j, Plugin: plugin, Err: err.Error()})
 			continue
 		}
-		archives = append(archives, a)
+		l.archives = append(l.archives, a)
 	}
-	for _, a := range archives {
-		if !slices.Contains(a.Services, "META-INF/services/"+fsFactoryService) {
+	return l
+}
+
+func (l *loader) close() {
+	for _, a := range l.archives {
+		_ = a.Close() // read-only: nothing to lose
+	}
+}
+
+// providers are the classes the loader's service files of service name
+// (every JAR's copy, as ServiceLoader reads them), each marked Missing
+// when none of the loader's JARs holds it: ServiceLoader fails on it and
+// Flink skips it.
+func (l *loader) providers(service string) []admission.Provider {
+	var out []admission.Provider
+	for _, a := range l.archives {
+		if !slices.Contains(a.Services, "META-INF/services/"+service) {
 			continue
 		}
-		data, err := a.File("META-INF/services/" + fsFactoryService)
+		data, err := a.File("META-INF/services/" + service)
 		if err != nil {
-			out = append(out, admission.Factory{JAR: a.Path, Plugin: plugin, Err: err.Error()})
+			out = append(out, admission.Provider{JAR: a.Path, Plugin: l.plugin, Err: err.Error()})
 			continue
 		}
 		for _, class := range payload.ServiceClasses(data) {
-			fac := admission.Factory{Class: strings.ReplaceAll(class, "/", "."), JAR: a.Path, Plugin: plugin}
-			fac.Scheme, fac.Unknown, fac.Err = schemeOf(archives, class)
-			out = append(out, fac)
+			out = append(out, admission.Provider{Class: strings.ReplaceAll(class, "/", "."), JAR: a.Path, Plugin: l.plugin,
+				Missing: l.archive(class) == nil})
 		}
 	}
-	return append(out, errs...)
+	return out
 }
 
-// schemeOf finds getScheme() in class or its superclasses among archives
-// and returns the constant it returns. unknown is a factory that loads but
-// whose scheme is computed; err says why there is no scheme.
-func schemeOf(archives []*payload.Archive, class string) (scheme string, unknown bool, err string) {
+func (l *loader) archive(class string) *payload.Archive {
+	for _, a := range l.archives {
+		if _, ok := a.Classes[class]; ok {
+			return a
+		}
+	}
+	return nil
+}
+
+// schemeOf finds getScheme() in class or its superclasses among the
+// loader's JARs and returns the constant it returns. unknown is a factory
+// whose scheme is computed (or inherited from outside the JARs read); err
+// says why there is no scheme.
+func (l *loader) schemeOf(class string) (scheme string, unknown bool, err string) {
 	name := class
 	for range maxSuper {
-		var data []byte
-		for _, a := range archives {
-			if _, ok := a.Classes[name]; ok {
-				b, rerr := a.Class(name, nil)
-				if rerr != nil {
-					return "", false, rerr.Error()
-				}
-				data = b
-				break
-			}
-		}
-		if data == nil {
-			if name == class {
-				return "", false, fmt.Sprintf("the class %s is not in the JARs of its class loader: ServiceLoader fails on it and Flink skips it", strings.ReplaceAll(class, "/", "."))
-			}
+		a := l.archive(name)
+		if a == nil {
 			return "", true, fmt.Sprintf("getScheme() is inherited from %s, outside the JARs read", strings.ReplaceAll(name, "/", "."))
+		}
+		data, rerr := a.Class(name, nil)
+		if rerr != nil {
+			return "", false, rerr.Error()
 		}
 		c, perr := classfile.Parse(data, classfile.Options{MembersOnly: true, Returns: "getScheme"})
 		if perr != nil {

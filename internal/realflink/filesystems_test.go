@@ -4,6 +4,7 @@ package realflink
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,6 +270,129 @@ func TestLoggingBindingAsSLF4JFindsIt(t *testing.T) {
 				refused := slices.Contains(ruleIDs(admission.Decide(facts).Findings), "logging-binding-lost")
 				t.Logf("SLF4J binds %s; the product refuses: %v", factory, refused)
 				assert.Equal(t, strings.HasSuffix(factory, ".NOPLoggerFactory"), refused, "SLF4J binds %s", factory)
+			})
+		}
+	}
+}
+
+// TestReportersAsFlinkSetsThemUp is the test of record for
+// reporter-unavailable: on the real distributions of both lines, with their
+// own plugins/ (the metrics reporters), real Flink's reporter setup
+// (ReporterOracle: ReporterSetup on 1.18, ReporterSetupBuilder's metrics,
+// traces and events on 2.x) is the oracle. Every reporter the
+// configuration names that Flink does not set up has a warning of the
+// product, and no reporter Flink sets up has one.
+func TestReportersAsFlinkSetsThemUp(t *testing.T) {
+	const prom = "metrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\nmetrics.reporter.prom.port: 0\n"
+	for _, version := range []string{"2.2.0", "1.18.1"} {
+		for _, c := range []struct {
+			name, conf string
+			only       string
+			drop       string // a folder of the distribution's plugins/ left out
+			loose      bool   // and its JAR put straight into plugins/
+		}{
+			{name: "Prometheus with its plugin", conf: prom},
+			{name: "Prometheus without its plugin", conf: prom, drop: "metrics-prometheus"},
+			{name: "Prometheus's JAR straight in plugins/", conf: prom, drop: "metrics-prometheus", loose: true},
+			{name: "a factory class that is not there", conf: "metrics.reporter.bad.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactoryX\n"},
+			{name: "the reporter class only", conf: "metrics.reporter.old.class: org.apache.flink.metrics.jmx.JMXReporter\n"},
+			{name: "JMX and Prometheus", conf: prom + "metrics.reporter.jmx.factory.class: org.apache.flink.metrics.jmx.JMXReporterFactory\n"},
+			{name: "a list that leaves the broken one out", conf: prom + "metrics.reporters: prom\nmetrics.reporter.bad.factory.class: x.Y\n"},
+			{name: "trace and event reporters", only: "2", conf: "traces.reporter.slf.factory.class: org.apache.flink.traces.slf4j.Slf4jTraceReporterFactory\nevents.reporter.slf.factory.class: org.apache.flink.events.slf4j.Slf4jEventReporterFactory\ntraces.reporter.bad.factory.class: x.Y\n"},
+		} {
+			if c.only != "" && !strings.HasPrefix(version, c.only) {
+				continue
+			}
+			t.Run(version+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				home := filepath.Join(t.TempDir(), "opt/flink")
+				lib, conf, plugins := filepath.Join(home, "lib"), filepath.Join(home, "conf"), filepath.Join(home, "plugins")
+				for _, d := range []string{lib, conf, plugins} {
+					require.NoError(t, os.MkdirAll(d, 0o755))
+				}
+				for name, p := range realLib(t, version) {
+					require.NoError(t, os.Symlink(p, filepath.Join(lib, name)))
+				}
+				dist := filepath.Join(flinkHome(t, version), "plugins")
+				entries, err := os.ReadDir(dist)
+				require.NoError(t, err)
+				for _, e := range entries {
+					switch {
+					case !e.IsDir():
+					case e.Name() == c.drop && c.loose:
+						jars, err := filepath.Glob(filepath.Join(dist, e.Name(), "*.jar"))
+						require.NoError(t, err)
+						require.Len(t, jars, 1)
+						require.NoError(t, os.Symlink(jars[0], filepath.Join(plugins, filepath.Base(jars[0]))))
+					case e.Name() != c.drop:
+						require.NoError(t, os.Symlink(filepath.Join(dist, e.Name()), filepath.Join(plugins, e.Name())))
+					}
+				}
+				file := "config.yaml"
+				if strings.HasPrefix(version, "1.") {
+					file = "flink-conf.yaml"
+				}
+				require.NoError(t, os.WriteFile(filepath.Join(conf, file), []byte(c.conf), 0o644))
+
+				oracle, err := filepath.Abs("testdata/ReporterOracle.java")
+				require.NoError(t, err)
+				var cp []string
+				for _, p := range realLib(t, version) {
+					cp = append(cp, p)
+				}
+				slices.Sort(cp)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, "java", "-Dlog4j2.level=OFF", "-cp", strings.Join(cp, ":"), oracle, conf)
+				cmd.Env = append(os.Environ(), "FLINK_PLUGINS_DIR="+plugins)
+				out, err := cmd.Output()
+				require.NoError(t, err)
+				setUp := map[string]bool{}
+				for _, l := range strings.Split(string(out), "\n") {
+					if f := strings.Fields(l); len(f) == 4 && f[1] == "REPORTER" {
+						setUp[f[2]+" "+f[3]] = true
+					}
+				}
+
+				facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{
+					LibDir: lib, PluginsDir: plugins, FlinkHome: home, ConfDir: conf, Role: "jobmanager", Launch: host.LaunchBare,
+					OS: "linux", Arch: "x86_64"}, nil)
+				require.NoError(t, err)
+				warned := map[string]bool{}
+				for _, f := range admission.Decide(facts).Findings {
+					if f.Rule != "reporter-unavailable" {
+						continue
+					}
+					var kind, name string
+					_, err := fmt.Sscanf(f.Message, "the %s reporter %s", &kind, &name)
+					require.NoError(t, err, f.Message)
+					warned[kind+" "+name] = true
+				}
+				// every reporter the configuration names, by Flink's own key pattern
+				named := map[string]bool{}
+				for _, l := range strings.Split(c.conf, "\n") {
+					k, _, _ := strings.Cut(l, ":")
+					for _, kind := range []string{"metrics", "traces", "events"} {
+						if rest, ok := strings.CutPrefix(k, kind+".reporter."); ok {
+							if name, suffix, _ := strings.Cut(rest, "."); suffix == "factory.class" || suffix == "class" {
+								named[kind+" "+name] = true
+							}
+						}
+					}
+				}
+				t.Logf("named %v; Flink set up %v; the product warns of %v", named, setUp, warned)
+				_, list, listed := strings.Cut(c.conf, "metrics.reporters: ")
+				list, _, _ = strings.Cut(list, "\n")
+				for r := range named {
+					if listed && strings.HasPrefix(r, "metrics ") && !slices.Contains(strings.Split(list, ","), strings.TrimPrefix(r, "metrics ")) {
+						assert.False(t, setUp[r] || warned[r], "%s is left out by metrics.reporters: neither set up nor judged", r)
+						continue
+					}
+					assert.Equal(t, !setUp[r], warned[r], "reporter %s: Flink set it up: %v, the product warns: %v", r, setUp[r], warned[r])
+				}
+				for r := range setUp {
+					assert.False(t, warned[r], "a warning for %s, which Flink set up", r)
+				}
 			})
 		}
 	}
