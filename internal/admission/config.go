@@ -389,15 +389,19 @@ func staticTLS(tunables string) (size uint64, ok bool) {
 // the image's Flink release, payloads whether the image holds StreamFusion
 // payloads. The file rules (config-file-line) and the environment's
 // (config-env) belong to the image's own verdict and are not run.
-func JudgeConfig(release string, payloads bool, c Config) []Finding {
+//
+// runTime, when not nil, is what the image's Flink will resolve at run time
+// (Decision.RunTime): the configuration's locations and reporters are
+// judged against it too (fs-scheme-unserved, reporter-unavailable).
+func JudgeConfig(release string, payloads bool, c Config, runTime *FileSystems) []Finding {
 	if c.Dir == "" {
 		c.Dir = "(" + c.File + ")"
 	}
-	v := &view{Facts: &Facts{Config: c}, flink: release, payloads: payloads}
+	v := &view{Facts: &Facts{Config: c, FileSystems: runTime}, flink: release, payloads: payloads}
 	var out []Finding
 	for _, r := range Rules {
 		switch r.ID {
-		case "config-key-conflict", "config-unknown-key", "config-taskmanager-flags":
+		case "config-key-conflict", "config-unknown-key", "config-taskmanager-flags", "fs-scheme-unserved", "reporter-unavailable":
 			for _, f := range r.check(v) {
 				f.Rule, f.Severity = r.ID, r.Severity
 				out = append(out, f)

@@ -111,6 +111,11 @@ type Decision struct {
 	Platform string      `json:"platform"`
 	Libc     string      `json:"libc"`
 	Payloads []*Identity `json:"payloads"` // in classpath order
+	// RunTime is what Flink will resolve at run time, when every provider
+	// of lib and the plugins was read whatever the configuration names
+	// (an image's check): a FlinkDeployment's own configuration is judged
+	// against it (JudgeConfig).
+	RunTime *FileSystems `json:"runTime,omitempty"`
 }
 
 // Admitted reports whether no finding is an error.
@@ -271,6 +276,9 @@ func Decide(f *Facts) *Decision {
 		d.JDK = v.java.Raw
 	}
 	d.JDKFrom = f.JDK.Via
+	if f.FileSystems != nil && f.FileSystems.Complete {
+		d.RunTime = f.FileSystems
+	}
 	if f.LibErr != nil {
 		d.Findings = []Finding{{Rule: libRule.ID, Severity: Error, Path: f.LibDir, Message: "Flink's lib directory cannot be read",
 			Found: f.LibErr.Error(), Required: "a readable lib directory (FLINK_LIB_DIR, else $FLINK_HOME/lib)",

@@ -34,6 +34,10 @@ type FileSystems struct {
 	// Unreadable are the JARs of lib or a plugin that could not be opened
 	// while the providers were read.
 	Unreadable []Provider
+	// Complete says every provider of lib and the plugins was read,
+	// whatever the configuration names (an image's facts), so that another
+	// configuration can be judged against them.
+	Complete bool
 	// NotRead says why the factories were not read where they were
 	// needed (the image tooling answers from facts without the JARs'
 	// bytes); the scheme rules then judge nothing.

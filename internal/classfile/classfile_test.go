@@ -2,7 +2,6 @@ package classfile
 
 import (
 	"errors"
-	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"os"
 	"slices"
 	"testing"
@@ -111,7 +110,6 @@ func FuzzParse(f *testing.F) {
 	if inner, err := os.ReadFile("testdata/classes/Sample$Inner.class"); err == nil {
 		f.Add(inner)
 	}
-	f.Add(testkit.Class{Name: "a/F", Returns: map[string]string{"getScheme": "s3", "w": "ldc_w:x"}}.Bytes())
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if r, err := Parse(data, Options{MembersOnly: true, Returns: "getScheme"}); err == nil && len(r.Returns) > len(data) {
 			t.Fatalf("a returned constant of %d bytes from %d", len(r.Returns), len(data))
@@ -155,27 +153,5 @@ func TestParseMembersOnly(t *testing.T) {
 	again, err := Parse(sample(t), Options{})
 	if err != nil || !slices.Equal(again.Refs, full.Refs) || !slices.Equal(again.Classes, full.Classes) || len(full.Refs) == 0 {
 		t.Errorf("a parse after a pooled one: %v, %d refs against %d", err, len(again.Refs), len(full.Refs))
-	}
-}
-
-// TestParseReturns reads the constant a getScheme-like method returns, as
-// javac compiles `return "s3";`, and nothing for any other body.
-func TestParseReturns(t *testing.T) {
-	c := testkit.Class{Name: "a/F", Returns: map[string]string{"getScheme": "s3", "wide": "ldc_w:s3a", "none": "", "other": "x"}}
-	for _, tc := range []struct{ method, want string }{
-		{"getScheme", "s3"}, {"wide", "s3a"}, {"none", ""}, {"missing", ""}, {"", ""},
-	} {
-		got, err := Parse(c.Bytes(), Options{Returns: tc.method})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Returns != tc.want {
-			t.Errorf("Returns %q: got %q, want %q", tc.method, got.Returns, tc.want)
-		}
-	}
-	// A method of that name with another descriptor says nothing.
-	c = testkit.Class{Name: "a/G", Methods: []testkit.Member{{Name: "getScheme", Descriptor: "()V"}}}
-	if got, err := Parse(c.Bytes(), Options{Returns: "getScheme"}); err != nil || got.Returns != "" {
-		t.Errorf("getScheme()V: %q, %v", got.Returns, err)
 	}
 }

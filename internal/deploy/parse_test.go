@@ -245,3 +245,51 @@ spec:
 		assert.NotEqual(t, "config-taskmanager-flags", f.Rule)
 	}
 }
+
+// A FlinkDeployment's locations and reporters are judged against what its
+// image's Flink resolves at run time (ImageFacts.RunTime, from the image's
+// check): an s3 checkpoint directory on an image whose plugins serve only
+// gs is refused once, for the cluster; a reporter factory no plugin
+// provides is a warning.
+func TestFlinkConfigurationAgainstTheImagesFileSystems(t *testing.T) {
+	t.Parallel()
+	doc := `apiVersion: flink.apache.org/v1beta1
+kind: FlinkDeployment
+metadata: {name: cp, namespace: flink}
+spec:
+  image: registry.example/flink-sf:2.2.1
+  flinkVersion: v2_2
+  flinkConfiguration:
+    execution.checkpointing.dir: %s
+    metrics.reporter.prom.factory.class: %s
+`
+	runTime := &admission.FileSystems{FactoriesRead: true, ReportersRead: true, Complete: true, PluginsDir: "/opt/flink/plugins",
+		Factories: []admission.Factory{{Provider: admission.Provider{Class: "x.GS", JAR: "/opt/flink/plugins/gs/gs.jar", Plugin: "gs"}, Scheme: "gs"}},
+		Reporters: []admission.Provider{{Service: "org.apache.flink.metrics.reporter.MetricReporterFactory", Class: "r.Prom", JAR: "/opt/flink/plugins/prom/p.jar", Plugin: "prom"}}}
+	for _, tc := range []struct {
+		dir, factory string
+		runTime      *admission.FileSystems
+		want         []string
+	}{
+		{"s3://bucket/cp", "r.Prom", runTime, []string{"fs-scheme-unserved/error"}},
+		{"gs://bucket/cp", "r.Other", runTime, []string{"reporter-unavailable/warning"}},
+		{"gs://bucket/cp", "r.Prom", runTime, nil},
+		{"s3://bucket/cp", "r.Other", nil, nil}, // an image whose run time was not read: not judged
+	} {
+		fd, err := ParseObject(fmt.Appendf(nil, doc, tc.dir, tc.factory))
+		require.NoError(t, err)
+		facts := ImageFacts{Flink: "2.2.1", Line: "2.2", StreamFusion: "0.1.0", Build: "3f9c0d1e", JDK: "17.0.15", JDKMajor: 17, RunTime: tc.runTime}
+		var members []Member
+		for _, c := range fd.Containers {
+			members = append(members, Member{fd, c, facts})
+		}
+		var got []string
+		for _, f := range CheckSet([]*Resource{fd}, members) {
+			if f.Rule == "fs-scheme-unserved" || f.Rule == "reporter-unavailable" {
+				got = append(got, f.Rule+"/"+string(f.Severity))
+				assert.Contains(t, f.Text(), "spec.flinkConfiguration")
+			}
+		}
+		assert.Equal(t, tc.want, got, "%s %s", tc.dir, tc.factory)
+	}
+}

@@ -18,12 +18,16 @@ type ImageFacts struct {
 	Build        string `json:"build,omitempty"`
 	JDK          string `json:"jdk,omitempty"`
 	JDKMajor     int    `json:"jdkMajor,omitempty"`
+	// RunTime is what the image's Flink resolves at run time (its file
+	// systems, plugins, reporter factories): a FlinkDeployment's own
+	// configuration is judged against it.
+	RunTime *admission.FileSystems `json:"runTime,omitempty"`
 }
 
 // FactsOf takes the facts from an image's decision: the Flink release, the
 // StreamFusion release and build of its loader and core, the JDK major.
 func FactsOf(d *admission.Decision) ImageFacts {
-	f := ImageFacts{Flink: d.Flink, Line: d.Line, JDK: d.JDK}
+	f := ImageFacts{Flink: d.Flink, Line: d.Line, JDK: d.JDK, RunTime: d.RunTime}
 	if f.Line == "" {
 		f.Line = admission.LineOf(d.Flink)
 	}
@@ -197,7 +201,7 @@ func checkConfigs(members []Member) []Finding {
 		if admission.IsTaskManager(c.Role) {
 			c.JVMOptions = flinkconf.TaskManagerJVM(c.Entries, nil)
 		}
-		for _, f := range admission.JudgeConfig(m.Facts.Flink, m.Facts.StreamFusion != "", c) {
+		for _, f := range admission.JudgeConfig(m.Facts.Flink, m.Facts.StreamFusion != "", c, m.Facts.RunTime) {
 			msg := fmt.Sprintf("%s: %s: found %s, required %s", m.Resource.ID(), f.Message, f.Found, f.Required)
 			if seen[f.Rule+msg] {
 				continue

@@ -49,15 +49,23 @@ func gatherFileSystems(fsys fs.FS, s Settings, f *admission.Facts) *admission.Fi
 			enable(fsys, home, v, out)
 		}
 	}
+	if s.ReadJAR != nil {
+		fromFacts(fsys, s, f, out)
+	} else {
+		fromJARs(fsys, s, f, out)
+	}
+	return out
+}
+
+// fromJARs reads the providers the configuration needs from the JARs'
+// bytes (a start, `check`): none when no location needs a scheme other
+// than file and no reporter is named.
+func fromJARs(fsys fs.FS, s Settings, f *admission.Facts, out *admission.FileSystems) {
 	rel := distVersion(f.Classpath)
 	needFS := f.Config.Dir != "" && admission.NeedsFactories(rel, f.Config.Role, f.Config.Entries)
 	kinds := admission.ReporterKindsNamed(rel, f.Config.Entries)
 	if !needFS && len(kinds) == 0 {
-		return out
-	}
-	if s.ReadJAR != nil {
-		out.NotRead = "the image's JARs are judged from their facts, without their bytes"
-		return out
+		return
 	}
 	var services []string
 	if needFS {
@@ -110,7 +118,71 @@ func gatherFileSystems(fsys fs.FS, s Settings, f *admission.Facts) *admission.Fi
 			}
 		}
 	}
-	return out
+}
+
+// fromFacts takes the providers of lib and every plugin from the JARs'
+// facts (payload.Options.Providers), as the image tooling read them from
+// the layers: all of them, whatever the image's own configuration names,
+// so that a deployment's configuration can be judged against them
+// (Complete). A class a JAR's service file names but that JAR lacks may be
+// in another JAR of its class loader: it counts as unknown, never as
+// missing, except in a plugin of one JAR.
+func fromFacts(fsys fs.FS, s Settings, f *admission.Facts, out *admission.FileSystems) {
+	out.FactoriesRead, out.ReportersRead, out.Complete = true, true, true
+	byPath := map[string]*payload.JAR{}
+	for _, j := range slices.Concat(f.Classpath, f.Plugins) {
+		byPath[j.Path] = j
+	}
+	add := func(j *payload.JAR, plugin string, alone bool) {
+		for _, p := range j.Providers {
+			pr := admission.Provider{Service: p.Service, Class: p.Class, JAR: j.Path, Plugin: plugin, Missing: !p.Present && alone}
+			if p.Service != payload.FileSystemFactoryService {
+				if p.Present || !alone {
+					pr.Missing = false
+				}
+				out.Reporters = append(out.Reporters, pr)
+				continue
+			}
+			fac := admission.Factory{Provider: pr, Scheme: p.Scheme, SchemeErr: p.SchemeErr}
+			fac.Unknown = p.Scheme == "" && (p.Present || !alone)
+			if !p.Present && !alone {
+				fac.SchemeErr = "the class is not in the JAR its service file is in"
+			}
+			out.Factories = append(out.Factories, fac)
+		}
+	}
+	for _, j := range f.Classpath {
+		if j.Err != nil {
+			continue
+		}
+		if j.Hadoop && out.Hadoop == "" {
+			out.Hadoop = j.Path
+		}
+		add(j, "", false)
+	}
+	if out.Hadoop == "" && s.Getenv != nil {
+		if v, _ := s.Getenv("HADOOP_CLASSPATH"); strings.TrimSpace(v) != "" {
+			out.Hadoop = "HADOOP_CLASSPATH"
+		}
+	}
+	for _, p := range out.Plugins {
+		for _, path := range p.JARs {
+			j := byPath[path]
+			if j == nil {
+				j = s.ReadJAR(fsys, rel(path), payload.Options{Providers: true})
+			}
+			if j == nil || j.Err != nil {
+				why := "not read"
+				if j != nil {
+					why = j.Err.Error()
+				}
+				out.Unreadable = append(out.Unreadable, admission.Provider{JAR: path, Plugin: p.Name, Err: why})
+				out.Factories = append(out.Factories, admission.Factory{Provider: admission.Provider{Class: "(unread)", JAR: path, Plugin: p.Name}, Unknown: true, SchemeErr: why})
+				continue
+			}
+			add(j, p.Name, len(p.JARs) == 1)
+		}
+	}
 }
 
 // readPlugins lists plugins/ (dir, absolute): its subfolders, links to

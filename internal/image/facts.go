@@ -17,6 +17,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -28,7 +29,7 @@ import (
 
 // factsVersion is the format of layer facts; a cached record of another
 // version is never read (it is in the key and in the record).
-const factsVersion = 8
+const factsVersion = 9
 
 // Bounds on what one layer's facts hold.
 const (
@@ -71,24 +72,25 @@ type layerFacts struct {
 // jarFacts is a payload.JAR in a form that can be stored: the manifest's
 // main section as text, the error as its message.
 type jarFacts struct {
-	Size         int64             `json:"size"`
-	Err          string            `json:"err,omitempty"`
-	Entries      int               `json:"entries"`
-	Manifest     *manifestFacts    `json:"manifest,omitempty"`
-	ClassMark    string            `json:"classMark,omitempty"`
-	MetaMark     string            `json:"metaMark,omitempty"`
-	NativeMark   string            `json:"nativeMark,omitempty"`
-	NativeCount  int               `json:"nativeCount,omitempty"`
-	Native       []string          `json:"native,omitempty"`
-	Logging      string            `json:"logging,omitempty"`
-	Services     []string          `json:"services,omitempty"`
-	Hadoop       bool              `json:"hadoop,omitempty"`
-	SLF4J        [2]bool           `json:"slf4j,omitempty"` // SLF4JFactory, SLF4JProviders
-	Properties   map[string]string `json:"properties,omitempty"`
-	EmbeddedCore string            `json:"embeddedCore,omitempty"`
-	ELF          []payload.Native  `json:"elf,omitempty"`
-	Nested       *jarFacts         `json:"nested,omitempty"`
-	Streamed     bool              `json:"streamed,omitempty"`
+	Size         int64                     `json:"size"`
+	Err          string                    `json:"err,omitempty"`
+	Entries      int                       `json:"entries"`
+	Manifest     *manifestFacts            `json:"manifest,omitempty"`
+	ClassMark    string                    `json:"classMark,omitempty"`
+	MetaMark     string                    `json:"metaMark,omitempty"`
+	NativeMark   string                    `json:"nativeMark,omitempty"`
+	NativeCount  int                       `json:"nativeCount,omitempty"`
+	Native       []string                  `json:"native,omitempty"`
+	Logging      string                    `json:"logging,omitempty"`
+	Services     []string                  `json:"services,omitempty"`
+	Hadoop       bool                      `json:"hadoop,omitempty"`
+	SLF4J        [2]bool                   `json:"slf4j,omitempty"` // SLF4JFactory, SLF4JProviders
+	Providers    []payload.ServiceProvider `json:"providers,omitempty"`
+	Properties   map[string]string         `json:"properties,omitempty"`
+	EmbeddedCore string                    `json:"embeddedCore,omitempty"`
+	ELF          []payload.Native          `json:"elf,omitempty"`
+	Nested       *jarFacts                 `json:"nested,omitempty"`
+	Streamed     bool                      `json:"streamed,omitempty"`
 	// NoProps is the read without the properties entry, when it differs
 	// (a broken properties entry fails only the read that asks for it).
 	NoProps *jarFacts `json:"noProps,omitempty"`
@@ -100,7 +102,7 @@ func toFacts(j *payload.JAR) *jarFacts {
 	}
 	f := &jarFacts{Size: j.Size, Entries: j.Entries, ClassMark: j.ClassMark, MetaMark: j.MetaMark,
 		NativeMark: j.NativeMark, NativeCount: j.NativeCount, Native: j.Native, Logging: j.Logging,
-		Services: j.Services, Hadoop: j.Hadoop, SLF4J: [2]bool{j.SLF4JFactory, j.SLF4JProviders}, Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
+		Services: j.Services, Hadoop: j.Hadoop, SLF4J: [2]bool{j.SLF4JFactory, j.SLF4JProviders}, Providers: j.Providers, Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
 	if j.Err != nil {
 		f.Err = j.Err.Error()
 	}
@@ -126,7 +128,7 @@ func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
 	}
 	j := &payload.JAR{Path: p, Size: f.Size, Entries: f.Entries, ClassMark: f.ClassMark, MetaMark: f.MetaMark,
 		NativeMark: f.NativeMark, NativeCount: f.NativeCount, Native: f.Native, Logging: f.Logging,
-		Services: f.Services, Hadoop: f.Hadoop, SLF4JFactory: f.SLF4J[0], SLF4JProviders: f.SLF4J[1], EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed, ELF: f.ELF}
+		Services: f.Services, Hadoop: f.Hadoop, SLF4JFactory: f.SLF4J[0], SLF4JProviders: f.SLF4J[1], Providers: f.Providers, EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed, ELF: f.ELF}
 	if target != p {
 		j.Target = target
 	}
@@ -332,6 +334,9 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 	if err != nil {
 		return err
 	}
+	if !utf8.ValidString(name) {
+		return s.notUTF8(name)
+	}
 	dir, base := path.Split(name)
 	dir = strings.TrimSuffix(dir, "/")
 	if base == ".wh..wh..opq" {
@@ -401,6 +406,19 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 		return nil
 	}
 	lf.Nodes = append(lf.Nodes, n)
+	return nil
+}
+
+// notUTF8 judges an entry whose name is not UTF-8, which cannot be a path
+// of the view (fs.FS names are UTF-8). Below lib, usrlib or plugins it
+// could hide a JAR the JVM loads: refused; elsewhere nothing the check
+// reads can reach it, and it is left out.
+func (s *scanner) notUTF8(name string) error {
+	for _, d := range s.sel.dirs {
+		if strings.HasPrefix(name+"/", d) {
+			return fmt.Errorf("%w: %q is not valid UTF-8, below %s: the JARs there cannot all be named", ErrLayer, name, strings.TrimSuffix(d, "/"))
+		}
+	}
 	return nil
 }
 
@@ -491,10 +509,10 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 
 // jarFactsOf reads the JAR in ra, size bytes long, as the JAR at p.
 func jarFactsOf(ra io.ReaderAt, size int64, p, native string) *jarFacts {
-	j := payload.Read(ra, size, p, payload.Options{Properties: true, Native: native})
+	j := payload.Read(ra, size, p, payload.Options{Properties: true, Native: native, Providers: true})
 	f := toFacts(j)
 	if j.Err != nil {
-		if k := payload.Read(ra, size, p, payload.Options{Native: native}); (k.Err == nil) != (j.Err == nil) || k.Err.Error() != j.Err.Error() {
+		if k := payload.Read(ra, size, p, payload.Options{Native: native, Providers: true}); (k.Err == nil) != (j.Err == nil) || k.Err.Error() != j.Err.Error() {
 			f.NoProps = toFacts(k)
 		}
 	}

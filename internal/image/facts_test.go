@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -65,6 +66,15 @@ func gatherWhole(t *testing.T, img v1.Image) *admission.Facts {
 	f, err := host.Gather(context.Background(), fsys, s, nil)
 	require.NoError(t, err)
 	return f
+}
+
+// layoutOnly is the plugins/ layout of run-time facts, without the
+// providers.
+func layoutOnly(fs *admission.FileSystems) *admission.FileSystems {
+	if fs == nil {
+		return nil
+	}
+	return &admission.FileSystems{PluginsDir: fs.PluginsDir, Plugins: fs.Plugins, Loose: fs.Loose, Enabled: fs.Enabled, Opt: fs.Opt}
 }
 
 // jarView shows what JSON leaves out of a payload.JAR: the error's
@@ -187,7 +197,13 @@ func TestVerifyFromFactsAgreesWithWholeFiles(t *testing.T) {
 			}
 			res, err := VerifyOptions{TempDir: t.TempDir()}.Verify(context.Background(), img)
 			require.NoError(t, err)
-			assert.JSONEq(t, asJSON(t, gatherWhole(t, img)), asJSON(t, res.Facts))
+			// The providers are read by another path on each side: from the
+			// layers' facts, all of them; from whole files, only those the
+			// configuration needs (TestImageRunTimeFacts holds the former).
+			whole, facts := gatherWhole(t, img), *res.Facts
+			facts.FileSystems = layoutOnly(facts.FileSystems)
+			whole.FileSystems = layoutOnly(whole.FileSystems)
+			assert.JSONEq(t, asJSON(t, whole), asJSON(t, &facts))
 		})
 	}
 }
@@ -283,4 +299,66 @@ func TestScanHashesThePaddingAfterTheArchive(t *testing.T) {
 	s := &scanner{sel: newSelection(settings.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins"}, "")}
 	_, err = s.scan(bytes.NewReader(data), "sha256:"+hex.EncodeToString(sum[:]))
 	require.NoError(t, err)
+}
+
+// TestImageRunTimeFacts: an image's check reads every file system and
+// reporter factory of its plugins from the layers' facts (no JAR bytes
+// later), so that a deployment's own configuration can be judged against
+// them (Decision.RunTime); its own config.yaml is judged as at a start.
+func TestImageRunTimeFacts(t *testing.T) {
+	fsPlugin := testkit.ClassJAR("", []testkit.Class{{Name: "x/S3", Returns: map[string]string{"getScheme": "s3"}}, {Name: "r/Prom"}},
+		map[string][]string{"org.apache.flink.core.fs.FileSystemFactory": {"x.S3"}, "org.apache.flink.metrics.reporter.MetricReporterFactory": {"r.Prom"}})
+	for _, tc := range []struct {
+		conf string
+		want []string // rules of the image's own check
+	}{
+		{conf: "execution.checkpointing.dir: s3://b/cp\n"},
+		{conf: "execution.checkpointing.dir: gs://b/cp\n", want: []string{"fs-scheme-unserved"}},
+		{conf: "metrics.reporter.p.factory.class: r.Other\n", want: []string{"reporter-unavailable"}},
+	} {
+		img, err := imagekit.Base{Dist: testkit.Good("2.2.1"), User: "9999", Extra: []imagekit.Entry{
+			{Name: "opt/flink/plugins/s3/p.jar", Data: fsPlugin},
+		}}.Image()
+		require.NoError(t, err)
+		img, err = mutate.AppendLayers(img, imagekit.Layer(imagekit.Entry{Name: "opt/flink/conf/config.yaml", Data: []byte(tc.conf)}))
+		require.NoError(t, err)
+		res, err := VerifyOptions{TempDir: t.TempDir()}.Verify(context.Background(), img)
+		require.NoError(t, err)
+		rt := res.Decision.RunTime
+		require.NotNil(t, rt, "an image's decision carries its run-time facts")
+		require.Len(t, rt.Factories, 1)
+		assert.Equal(t, "s3", rt.Factories[0].Scheme)
+		require.Len(t, rt.Reporters, 1)
+		assert.Equal(t, "r.Prom", rt.Reporters[0].Class)
+		var got []string
+		for _, f := range res.Decision.Findings {
+			if f.Rule == "fs-scheme-unserved" || f.Rule == "reporter-unavailable" {
+				got = append(got, f.Rule)
+			}
+		}
+		assert.Equal(t, tc.want, got, "%s: %v", tc.conf, res.Decision.Findings)
+	}
+}
+
+// TestNamesThatAreNotUTF8: a layer entry whose name is not UTF-8 (Linux
+// allows it; fs.FS paths cannot hold it) below lib is refused, since it
+// may hide a JAR the JVM loads; elsewhere it is left out of the view.
+func TestNamesThatAreNotUTF8(t *testing.T) {
+	sel := newSelection(settings.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: settings.DefaultOriginal}, "")
+	for _, tc := range []struct {
+		name   string
+		refuse bool
+	}{{"opt/flink/lib/a\xe8.jar", true}, {"opt/flink/plugins/s3\xe8/x.jar", true}, {"usr/share/locale/\xe8", false}} {
+		s := &scanner{sel: sel, tempDir: t.TempDir()}
+		lf, err := s.scan(bytes.NewReader(rawTar(t, &tar.Header{Name: tc.name, Typeflag: tar.TypeReg, Mode: 0o644})), "")
+		s.close()
+		if tc.refuse {
+			assert.ErrorIs(t, err, ErrLayer, "%q", tc.name)
+			continue
+		}
+		require.NoError(t, err, "%q", tc.name)
+		for _, n := range lf.Nodes {
+			assert.True(t, utf8.ValidString(n.Name), "%q kept", n.Name)
+		}
+	}
 }

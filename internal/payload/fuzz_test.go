@@ -58,17 +58,22 @@ func FuzzRead(f *testing.F) {
 	for _, s := range jarSeeds() {
 		f.Add(s)
 	}
+	f.Add(testkit.ClassJAR("", []testkit.Class{{Name: "x/S3", Returns: map[string]string{"getScheme": "s3"}}},
+		map[string][]string{payload.FileSystemFactoryService: {"x.S3", "x.Gone"}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		j := payload.Read(bytes.NewReader(data), int64(len(data)), "/fuzz.jar", payload.Options{Properties: true})
+		j := payload.Read(bytes.NewReader(data), int64(len(data)), "/fuzz.jar", payload.Options{Properties: true, Providers: true})
+		if len(j.Providers) > 64 {
+			t.Fatalf("%d providers kept, more than the bound", len(j.Providers))
+		}
 		// The reader reads nothing past size: the same bytes followed by
 		// more, read with the same size, give the same result.
 		more := append(append([]byte(nil), data...), "PK\x05\x06 bytes past the end"...)
-		k := payload.Read(bytes.NewReader(more), int64(len(data)), "/fuzz.jar", payload.Options{Properties: true})
-		if fmt.Sprint(j.Err) != fmt.Sprint(k.Err) || j.Entries != k.Entries || !reflect.DeepEqual(j.Manifest, k.Manifest) {
+		k := payload.Read(bytes.NewReader(more), int64(len(data)), "/fuzz.jar", payload.Options{Properties: true, Providers: true})
+		if fmt.Sprint(j.Err) != fmt.Sprint(k.Err) || j.Entries != k.Entries || !reflect.DeepEqual(j.Manifest, k.Manifest) || !reflect.DeepEqual(j.Providers, k.Providers) {
 			t.Fatalf("bytes past size change the reading: %v/%d vs %v/%d", j.Err, j.Entries, k.Err, k.Entries)
 		}
 		// Read in place (as the entrypoint reads lib): the same reading.
-		if d := sameReading(j, payload.Read(inPlace(data), int64(len(data)), "/fuzz.jar", payload.Options{Properties: true})); d != "" {
+		if d := sameReading(j, payload.Read(inPlace(data), int64(len(data)), "/fuzz.jar", payload.Options{Properties: true, Providers: true})); d != "" {
 			t.Fatalf("read through a reader and in place differ: %s", d)
 		}
 		if j.Err != nil {

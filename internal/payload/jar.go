@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"sync"
 
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
@@ -70,6 +71,9 @@ type JAR struct {
 	// needs.
 	Services []string
 	Hadoop   bool
+	// Providers are the classes the service files of ProviderServices
+	// name, read when Options.Providers asks for them.
+	Providers []ServiceProvider
 
 	// SLF4JFactory is set when the JAR holds org/slf4j/LoggerFactory,
 	// SLF4JProviders when it holds org/slf4j/spi/SLF4JServiceProvider: the
@@ -107,6 +111,10 @@ type Options struct {
 	// never read (only its manifest is judged). The libraries are
 	// inflated one at a time, within MaxNativeBytes and NativeBudget.
 	Native string
+
+	// Providers asks for the providers of ProviderServices (JAR.Providers):
+	// the image tooling keeps them in its facts, having no JAR bytes later.
+	Providers bool
 
 	known *known // a manifest another reading of the same bytes already read
 }
@@ -204,6 +212,9 @@ func (j *JAR) scan(r io.ReaderAt, size int64, opt Options, depth int) error {
 	if len(c.elf) > 0 && depth == 0 && j.Manifest != nil && j.Manifest.lists(platformsAttr, opt.Native) {
 		j.readNatives(d, c.elf)
 	}
+	if len(c.services) > 0 && depth == 0 {
+		j.readProviders(d, c.services)
+	}
 	return j.resolveNested(d, &c, depth)
 }
 
@@ -215,6 +226,7 @@ type collector struct {
 	jars     []entry // candidates for the embedded core
 	overflow bool    // more candidates than kept
 	elf      []entry // native libraries to read for Options.Native
+	services []entry // service files of ProviderServices, for Options.Providers
 }
 
 func keep(name []byte, e *entry) *entry {
@@ -240,6 +252,9 @@ func (j *JAR) collect(c *collector, name []byte, e *entry, opt Options) {
 		case len(name) > len(servicesPrefix) && bytes.HasPrefix(name, []byte(servicesPrefix)) && name[len(name)-1] != '/':
 			if len(j.Services) < keepServices {
 				j.Services = append(j.Services, string(name[len(servicesPrefix):]))
+			}
+			if opt.Providers && slices.Contains(ProviderServices, string(name[len(servicesPrefix):])) {
+				c.services = append(c.services, *keep(name, e))
 			}
 		}
 	case 't':

@@ -221,6 +221,13 @@ func TestRealAPIServer(t *testing.T) {
         - {name: flink-main-container, image: %s}
 `, plain)), contains: []string{"image " + plain + ": " + firstLine(jm)}},
 		{name: "flinkVersion of another line", obj: fdYAML("flink", "v118", good, "v1_18", ""), dryRun: true, contains: []string{"spec.flinkVersion is v1_18"}},
+		// issue 38: the deployment's own configuration against what its image's Flink resolves at run time
+		{name: "an s3 checkpoint directory the image has no file system for", dryRun: true,
+			obj:      fdYAML("flink", "cp-s3", good, "v2_2", "  flinkConfiguration:\n    execution.checkpointing.dir: s3://bucket/cp\n"),
+			contains: []string{"[fs-scheme-unserved]", "s3://bucket/cp", "org.apache.flink:flink-s3-fs-hadoop:"}},
+		{name: "a reporter whose factory no plugin provides: admitted, with a warning", dryRun: true, allowed: true,
+			obj:      fdYAML("flink", "prom", good, "v2_2", "  flinkConfiguration:\n    metrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n"),
+			contains: []string{"Warning:", "reporter-unavailable", "PrometheusReporterFactory"}},
 		{name: "a good TaskManager Pod", obj: podYAML("flink", "tm-good", good, "component: taskmanager"), dryRun: true, allowed: true},
 		{name: "a refused TaskManager Pod", obj: podYAML("flink", "tm-bad", plain, "component: taskmanager"), dryRun: true,
 			contains: []string{`admission webhook "flink-pods.streamfusion-webhook.streamfusion.svc" denied the request`, firstLine(tm)}},
@@ -268,6 +275,9 @@ spec:
 			out, err := k.apply(tc.obj, extra...)
 			if tc.allowed {
 				require.NoError(t, err, out)
+				for _, want := range tc.contains {
+					assert.Contains(t, out, want) // kubectl's admission warnings
+				}
 				return
 			}
 			require.Error(t, err, "admitted: %s", out)

@@ -440,7 +440,7 @@ func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Dur
 			j.refusals = append(j.refusals, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
 			j.findings = append(j.findings, Finding{Rule: f.Rule, Subject: "cluster " + f.Cluster, Text: f.Message, Fix: f.Fix})
 		} else {
-			j.warnings = append(j.warnings, f.Text())
+			j.warnings = append(j.warnings, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
 		}
 	}
 	return j
