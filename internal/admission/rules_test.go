@@ -336,6 +336,16 @@ var deepCases = []ruleCase{
 	{name: "a job compiled for Java 21", rule: "bytecode-version", set: deep, root: func() fstest.MapFS {
 		return job(testkit.Class{Name: "com/acme/Main", Major: 65})
 	}},
+	{name: "a lib JAR's Factory service file names a class that is not there", rule: "table-factory-broken", set: deep, root: func() fstest.MapFS {
+		return put(good(), libFile("a-uber.jar"), testkit.ClassJAR("", nil, map[string][]string{"org.apache.flink.table.factories.Factory": {"com.acme.GoneFactory"}}))
+	}},
+	{name: "two factories answer one identifier", rule: "table-factory-duplicate", set: deep, root: func() fstest.MapFS {
+		factory := func(name string) testkit.Class {
+			return testkit.Class{Name: name, Interfaces: []string{"org/apache/flink/table/factories/DynamicTableSourceFactory"}, Returns: map[string]string{"factoryIdentifier": "acme"}}
+		}
+		m := put(good(), libFile("acme-1.jar"), testkit.ClassJAR("", []testkit.Class{factory("com/acme/v1/AcmeFactory")}, map[string][]string{"org.apache.flink.table.factories.Factory": {"com.acme.v1.AcmeFactory"}}))
+		return put(m, libFile("acme-2.jar"), testkit.ClassJAR("", []testkit.Class{factory("org/acme/v2/AcmeFactory")}, map[string][]string{"org.apache.flink.table.factories.Factory": {"org.acme.v2.AcmeFactory"}}))
+	}},
 }
 
 func init() { cases = append(cases, deepCases...) }

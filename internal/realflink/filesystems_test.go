@@ -397,3 +397,87 @@ func TestReportersAsFlinkSetsThemUp(t *testing.T) {
 		}
 	}
 }
+
+// TestTableFactoriesAsFactoryUtilFindsThem is the test of record for
+// table-factory-broken and table-factory-duplicate: on the real lib of
+// both lines, with real CDC connectors by Maven coordinates and a JAR
+// whose service file names a class that is not there (written by the JDK's
+// jar tool), real Flink's FactoryUtil.discoverFactory is the oracle
+// (TableFactoryOracle). Wherever it fails for an identifier, the deep
+// check refuses with the rule for that failure; wherever it finds one
+// factory, the deep check has no table-factory finding.
+func TestTableFactoriesAsFactoryUtilFindsThem(t *testing.T) {
+	dir := t.TempDir()
+	services := filepath.Join(dir, "src/META-INF/services")
+	require.NoError(t, os.MkdirAll(services, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(services, "org.apache.flink.table.factories.Factory"), []byte("com.acme.GoneFactory\n"), 0o644))
+	broken := filepath.Join(dir, "a-broken-uber.jar")
+	out, err := exec.Command("jar", "cf", broken, "-C", filepath.Join(dir, "src"), "META-INF").CombinedOutput()
+	require.NoError(t, err, "jar: %s", out)
+	for _, version := range []string{"1.18.1", "2.2.0"} {
+		for _, c := range []struct {
+			name  string
+			extra []string // JAR cache names, or the broken JAR
+			rule  string   // the product's rule where Flink fails
+		}{
+			{"one CDC connector", []string{"flink-sql-connector-mysql-cdc-3.1.1"}, ""},
+			{"two releases of the CDC connector", []string{"flink-sql-connector-mysql-cdc-3.0.1", "flink-sql-connector-mysql-cdc-3.1.1"}, "table-factory-duplicate"},
+			{"a service file naming a class that is not there", []string{"broken"}, "table-factory-broken"},
+		} {
+			t.Run(version+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				lib := filepath.Join(t.TempDir(), "opt/flink/lib")
+				require.NoError(t, os.MkdirAll(lib, 0o755))
+				var cp []string
+				for name, p := range realLib(t, version) {
+					require.NoError(t, os.Symlink(p, filepath.Join(lib, name)))
+					cp = append(cp, p)
+				}
+				for _, e := range c.extra {
+					src, name := broken, filepath.Base(broken)
+					if e != "broken" {
+						i := strings.LastIndexByte(e, '-')
+						src, name = jarPath(t, e[:i], e[i+1:]), e+".jar"
+					}
+					require.NoError(t, os.Symlink(src, filepath.Join(lib, name)))
+					cp = append(cp, src)
+				}
+				slices.Sort(cp)
+				oracle, err := filepath.Abs("testdata/TableFactoryOracle.java")
+				require.NoError(t, err)
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				raw, err := exec.CommandContext(ctx, "java", "-Dlog4j2.level=OFF", "-cp", strings.Join(cp, ":"), oracle, "datagen", "mysql-cdc").Output()
+				require.NoError(t, err)
+				flink := ""
+				for _, l := range strings.Split(string(raw), "\n") {
+					if _, msg, ok := strings.Cut(l, " FAILS "); ok && flink == "" {
+						flink = msg
+					}
+				}
+				facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{LibDir: lib, OS: "linux", Arch: "x86_64", Deep: true}, nil)
+				require.NoError(t, err)
+				defer facts.Deep.Close()
+				var ours []string
+				for _, f := range admission.Decide(facts).Findings {
+					if strings.HasPrefix(f.Rule, "table-factory-") {
+						ours = append(ours, f.Rule)
+						t.Logf("%s: %s; found %s", f.Rule, f.Message, f.Found)
+					}
+				}
+				t.Logf("FactoryUtil: %q; the product: %v", flink, ours)
+				switch c.rule {
+				case "":
+					assert.Empty(t, flink, "FactoryUtil finds every identifier")
+					assert.Empty(t, ours)
+				case "table-factory-duplicate":
+					assert.Contains(t, flink, "Multiple factories for identifier 'mysql-cdc'")
+					assert.Equal(t, []string{c.rule}, ours)
+				case "table-factory-broken":
+					assert.Contains(t, flink, "Unexpected error when trying to load service provider")
+					assert.Equal(t, []string{c.rule}, ours)
+				}
+			})
+		}
+	}
+}

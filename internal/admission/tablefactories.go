@@ -1,0 +1,224 @@
+package admission
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/jvm"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
+)
+
+// tableFactoryService is the service Flink's FactoryUtil discovers table
+// factories by (connectors, formats, catalogs, modules).
+const tableFactoryService = "org.apache.flink.table.factories.Factory"
+
+// maxFactoryHierarchy bounds the supertypes walked for a factory's kinds.
+const maxFactoryHierarchy = 64
+
+// tableProvider is one Factory provider a service file names, with the
+// loader that reads it.
+type tableProvider struct {
+	class  string // internal name
+	jar    string // the JAR whose service file names it
+	loader *jvm.Loader
+	where  string // "lib" or "usrlib"
+}
+
+// tableProviders lists the Factory providers of lib's JARs (read by every
+// class loader: the user code loader's parent) and of usrlib's (read by
+// the jobs' loader).
+func tableProviders(v *view, cp *jvm.Classpath) []tableProvider {
+	var out []tableProvider
+	add := func(jars []*payload.JAR, archives []*payload.Archive, l *jvm.Loader, where string) {
+		for i, a := range archives {
+			if a == nil || i >= len(jars) || !slices.Contains(a.Services, "META-INF/services/"+tableFactoryService) {
+				continue
+			}
+			data, err := a.File("META-INF/services/" + tableFactoryService)
+			if err != nil {
+				continue
+			}
+			for _, c := range payload.ServiceClasses(data) {
+				out = append(out, tableProvider{class: c, jar: jars[i].Path, loader: l, where: where})
+			}
+		}
+	}
+	add(v.Classpath, v.Deep.Lib, cp.Lib, "lib")
+	add(v.Usrlib, v.Deep.Usrlib, cp.Usrlib, "usrlib")
+	return out
+}
+
+// tableFactoriesReadable says whether the deep facts hold the JARs' service
+// files: not from a baked class index, which keeps classes only.
+func tableFactoriesReadable(v *view) bool {
+	return v.Deep != nil && v.Deep.Err == nil && v.Deep.Baked == nil
+}
+
+// tableFactoryBroken reports a Factory service entry naming a class its
+// class loader cannot find: ServiceLoader throws ServiceConfigurationError
+// on it, and FactoryUtil turns that (anything but a NoClassDefFoundError)
+// into "Unexpected error when trying to load service provider" for every
+// factory it discovers: every SQL statement fails.
+func tableFactoryBroken(v *view) []Finding {
+	if !tableFactoriesReadable(v) {
+		return nil
+	}
+	cp := newClasspath(v.Deep)
+	var out []Finding
+	for _, p := range tableProviders(v, cp) {
+		if p.loader.Find(p.class) != nil {
+			continue
+		}
+		out = append(out, Finding{Path: p.jar,
+			Message:  fmt.Sprintf("its META-INF/services/%s names %s, which the %s class loader cannot find: Flink's factory discovery fails on it, and every SQL statement fails with \"Unexpected error when trying to load service provider\"", tableFactoryService, javaName(p.class), p.where),
+			Found:    fmt.Sprintf("%s listed by %s; no JAR %s holds %s.class", javaName(p.class), path.Base(p.jar), searchedIn(p.where), p.class),
+			Required: "every class a Factory service file names loadable by its class loader",
+			Fix:      fmt.Sprintf("add the JAR that holds %s, or use a build of %s whose service file lists only its own factories (an uber JAR that merged service files of JARs it left out)", javaName(p.class), path.Base(p.jar))})
+	}
+	return out
+}
+
+func searchedIn(where string) string {
+	if where == "usrlib" {
+		return "of usrlib or lib"
+	}
+	return "of lib"
+}
+
+// tableFactoryDuplicate reports two different factory classes answering
+// one identifier for one kind (a source, a sink, a format, a catalog...):
+// FactoryUtil refuses the identifier ("Multiple factories for identifier
+// ... found in the classpath") whenever a statement names it. The same
+// class in two JARs is one provider to ServiceLoader and not reported here
+// (classpath-shadowed judges the copies).
+func tableFactoryDuplicate(v *view) []Finding {
+	if !tableFactoriesReadable(v) {
+		return nil
+	}
+	cp := newClasspath(v.Deep)
+	type answer struct {
+		p     tableProvider
+		id    string
+		kinds []string
+	}
+	var answers []answer
+	for _, p := range tableProviders(v, cp) {
+		a := p.loader.Find(p.class)
+		if a == nil {
+			continue
+		}
+		id := factoryIdentifier(cp, p.loader, p.class)
+		if id == "" {
+			continue
+		}
+		answers = append(answers, answer{p: p, id: id, kinds: factoryKinds(cp, p.loader, p.class)})
+	}
+	var out []Finding
+	seen := map[string]bool{}
+	for i, a := range answers {
+		for _, b := range answers[i+1:] {
+			if a.id != b.id || a.p.class == b.p.class {
+				continue
+			}
+			var shared []string
+			for _, k := range a.kinds {
+				if slices.Contains(b.kinds, k) {
+					shared = append(shared, javaName(k))
+				}
+			}
+			key := a.p.class + "|" + b.p.class
+			if len(shared) == 0 || seen[key] {
+				continue
+			}
+			seen[key] = true
+			out = append(out, Finding{Path: b.p.jar,
+				Message:  fmt.Sprintf("two factories answer the identifier '%s': a statement naming it fails with \"Multiple factories for identifier '%s' that implement '%s' found in the classpath\"", a.id, a.id, shared[0]),
+				Found:    fmt.Sprintf("%s (%s) and %s (%s), both %s", javaName(a.p.class), a.p.jar, javaName(b.p.class), b.p.jar, strings.Join(shared, ", ")),
+				Required: fmt.Sprintf("one factory for '%s' of each kind on the class path", a.id),
+				Fix:      fmt.Sprintf("keep one of %s and %s (two releases of one connector, most often)", path.Base(a.p.jar), path.Base(b.p.jar))})
+		}
+	}
+	return out
+}
+
+// factoryIdentifier is the constant factoryIdentifier() returns, found in
+// the class or its superclasses; "" when it is computed.
+func factoryIdentifier(cp *jvm.Classpath, l *jvm.Loader, class string) string {
+	name := class
+	for range maxFactoryHierarchy {
+		a := l.Find(name)
+		if a == nil {
+			return ""
+		}
+		data, err := a.Class(name, nil)
+		if err != nil {
+			return ""
+		}
+		c, err := classfile.Parse(data, classfile.Options{MembersOnly: true, Returns: "factoryIdentifier"})
+		if err != nil {
+			return ""
+		}
+		if c.Returns != "" {
+			return c.Returns
+		}
+		if c.Super == "" || slices.ContainsFunc(c.Methods, func(m classfile.Member) bool { return m.Name == "factoryIdentifier" }) {
+			return ""
+		}
+		name = c.Super
+	}
+	return ""
+}
+
+// factoryKindsAsked are the factory interfaces FactoryUtil is asked for
+// (createDynamicTableSource/Sink, the formats' discover*Format with the
+// interface a connector names, catalogs, modules, catalog stores). Their
+// common supertypes (DynamicTableFactory, DecodingFormatFactory, ...) are
+// never asked for: a CSV row format and a CSV bulk format both answer
+// 'csv' without conflict (the oracle, on Flink's own lib, showed it).
+var factoryKindsAsked = map[string]bool{
+	"org/apache/flink/table/factories/DynamicTableSourceFactory":              true,
+	"org/apache/flink/table/factories/DynamicTableSinkFactory":                true,
+	"org/apache/flink/table/factories/DeserializationFormatFactory":           true,
+	"org/apache/flink/table/factories/SerializationFormatFactory":             true,
+	"org/apache/flink/connector/file/table/factories/BulkReaderFormatFactory": true,
+	"org/apache/flink/connector/file/table/factories/BulkWriterFormatFactory": true,
+	"org/apache/flink/table/factories/CatalogFactory":                         true,
+	"org/apache/flink/table/factories/ModuleFactory":                          true,
+	"org/apache/flink/table/factories/CatalogStoreFactory":                    true,
+}
+
+// factoryKinds are the interfaces of factoryKindsAsked a class implements,
+// through its whole hierarchy.
+func factoryKinds(cp *jvm.Classpath, l *jvm.Loader, class string) []string {
+	var kinds []string
+	seen := map[string]bool{}
+	queue := []string{class}
+	for len(queue) > 0 && len(seen) < maxFactoryHierarchy {
+		name := queue[0]
+		queue = queue[1:]
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		if factoryKindsAsked[name] {
+			kinds = append(kinds, name)
+		}
+		a := l.Find(name)
+		if a == nil {
+			continue
+		}
+		c, err := cp.Class(a, name)
+		if err != nil || c == nil {
+			continue
+		}
+		if c.Super != "" {
+			queue = append(queue, c.Super)
+		}
+		queue = append(queue, c.Interfaces...)
+	}
+	slices.Sort(kinds)
+	return kinds
+}
