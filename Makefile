@@ -139,7 +139,8 @@ FUZZ_TARGETS += internal/payload:FuzzParseELF internal/payload:FuzzNatives inter
 
 # Real containers: needs an engine at DOCKER_HOST (podman's API service in CI).
 image-test:
-	TESTCONTAINERS_RYUK_DISABLED=true go test -tags imagesuite -count=1 -timeout 40m -v ./images/suite/
+	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
+	STREAMFUSION_FLINK_JARS=$(FLINK_JARS) TESTCONTAINERS_RYUK_DISABLED=true go test -tags imagesuite -count=1 -timeout 40m -v ./images/suite/
 
 # --- real Kubernetes API server (issue 20)
 # kube-apiserver built from the Go module k8s.io/kubernetes (cached by version

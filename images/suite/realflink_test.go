@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
@@ -123,6 +124,19 @@ func script(name string, args ...string) ([]string, error) {
 	return lines, nil
 }
 
+// s3Plugin is the real flink-s3-fs-hadoop of a release, fetched by Maven
+// coordinates into STREAMFUSION_FLINK_JARS (make image-test fetches
+// internal/realflink/testdata/coordinates.txt).
+func s3Plugin(t testing.TB, version string) string {
+	t.Helper()
+	dir := os.Getenv("STREAMFUSION_FLINK_JARS")
+	require.NotEmpty(t, dir, "STREAMFUSION_FLINK_JARS must name the JAR cache; run `make image-test`")
+	p := filepath.Join(dir, "flink-s3-fs-hadoop-"+version+".jar")
+	_, err := os.Stat(p)
+	require.NoError(t, err, "the s3 plugin is not fetched: run `make image-test`")
+	return p
+}
+
 func realTag(h line, what string) string {
 	return fmt.Sprintf("localhost/streamfusion-suite:real-%s-%s", h.flink, what)
 }
@@ -209,12 +223,12 @@ var gracefulLines = []string{
 // jobManager starts a JobManager of img, waits (testcontainers' HTTP
 // strategy) for REST /overview to answer with the release, and returns the
 // container and the time from start to that answer.
-func jobManager(t testing.TB, img, version string) (testcontainers.Container, time.Duration) {
+func jobManager(t testing.TB, img, version string, env ...string) (testcontainers.Container, time.Duration) {
 	t.Helper()
 	rest := wait.ForHTTP("/overview").WithPort("8081/tcp").WithStartupTimeout(4 * time.Minute).
 		WithPollInterval(50 * time.Millisecond).
 		WithResponseMatcher(overviewMatches(func(o overview) bool { return o.FlinkVersion == version }))
-	jm := flinkContainer(t, img, []string{"jobmanager"}, rest, nil)
+	jm := flinkContainer(t, img, []string{"jobmanager"}, rest, nil, env...)
 	start := time.Now()
 	err := jm.Start(context.Background())
 	took := time.Since(start)
@@ -334,6 +348,13 @@ func testRealLine(t *testing.T, h line) {
 	for i, c := range conflictCases {
 		imgs[realTag(h, fmt.Sprintf("conflict%d", i))] = inject(t, baked, c.jars(h))
 	}
+	// The same image with the real s3 file system plugin in a folder of
+	// its own (issue 38's end-to-end case).
+	s3, err := os.ReadFile(s3Plugin(t, h.flink))
+	require.NoError(t, err)
+	withS3, err := mutate.AppendLayers(baked, imagekit.Layer(imagekit.Entry{Name: "opt/flink/plugins/s3-fs-hadoop/flink-s3-fs-hadoop-" + h.flink + ".jar", Data: s3, Mode: 0o644}))
+	require.NoError(t, err)
+	imgs[realTag(h, "s3")] = withS3
 	load(t, imgs)
 	t.Logf("loaded %d images (%s)", len(imgs), time.Since(start).Round(time.Millisecond))
 
@@ -427,6 +448,33 @@ func testRealLine(t *testing.T, h line) {
 		for _, l := range gracefulLines {
 			assert.Contains(t, with.logs, l)
 		}
+	})
+
+	// What Flink resolves at run time, end to end: an s3 checkpoint
+	// directory (FLINK_PROPERTIES, as on Kubernetes) with no file system
+	// for s3 is refused before any JVM; the same image with the plugin in
+	// plugins/ starts, its JobManager answering REST.
+	const s3Checkpoints = "FLINK_PROPERTIES=state.checkpoints.dir: s3://bucket/checkpoints"
+	t.Run("refused: an s3 checkpoint directory without a file system for s3", func(t *testing.T) {
+		jm := flinkContainer(t, realTag(h, "baked"), []string{"jobmanager"}, exited{time.Minute}, nil, s3Checkpoints)
+		require.NoError(t, jm.Start(ctx))
+		st, err := stateOf(ctx, jm)
+		require.NoError(t, err)
+		logs := logsOf(t, jm)
+		assert.Equal(t, 78, st.ExitCode, logs)
+		assert.Contains(t, logs, "[fs-scheme-unserved]")
+		assert.Contains(t, logs, "s3://bucket/checkpoints")
+		assert.Contains(t, logs, "org.apache.flink:flink-s3-fs-hadoop:"+h.flink, "the fix names the plugin")
+		assert.NotContains(t, logs, "stand-in entrypoint:")
+		assert.Empty(t, logFiles(t, jm))
+	})
+	t.Run("admitted: the same with the s3 plugin in plugins/", func(t *testing.T) {
+		jm, took := jobManager(t, realTag(h, "s3"), h.flink, s3Checkpoints)
+		t.Logf("time-to-REST with the s3 plugin: %s", took.Round(time.Millisecond))
+		logs := logsOf(t, jm)
+		assert.Contains(t, logs, "streamfusion: INFO admitted")
+		assert.NotContains(t, logs, "[fs-scheme-unserved]")
+		require.NoError(t, jm.Terminate(ctx))
 	})
 
 	for i, c := range conflictCases {
