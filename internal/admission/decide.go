@@ -164,7 +164,8 @@ type view struct {
 	embedded *Identity // its embedded core, if readable
 	core     *Identity // the one runtime core, if exactly one
 
-	link *linkage // the deep rules' findings, computed once
+	link   *linkage       // the deep rules' findings, computed once
+	tables *tableAnalysis // the table factories' facts, computed once
 }
 
 // Flink's own JARs are known by file name, as Flink's scripts know them.

@@ -38,10 +38,6 @@ type FileSystems struct {
 	// whatever the configuration names (an image's facts), so that another
 	// configuration can be judged against them.
 	Complete bool
-	// NotRead says why the factories were not read where they were
-	// needed (the image tooling answers from facts without the JARs'
-	// bytes); the scheme rules then judge nothing.
-	NotRead string
 	// Hadoop is where Hadoop's FileSystem comes from for Flink's fallback
 	// factory: a lib JAR's path, or "HADOOP_CLASSPATH" (the scripts put it
 	// on the class path); "" when nothing provides it.
@@ -121,15 +117,16 @@ var directlySupported = map[string][]string{
 // with their plugins' artifacts.
 func DirectlySupported() map[string][]string { return directlySupported }
 
-// NeedsFactories says whether the configuration names a location whose
-// scheme is not file: only then does internal/host read the factories.
-func NeedsFactories(release, role string, entries []flinkconf.Entry) bool {
+// NeedsProviders says whether the configuration names a location whose
+// scheme is not file, or a reporter: only then does a start read the file
+// system and reporter factories (internal/host).
+func NeedsProviders(release, role string, entries []flinkconf.Entry) bool {
 	for _, l := range locations(release, role, entries) {
 		if l.Scheme != "file" {
 			return true
 		}
 	}
-	return false
+	return len(enabledReporters(release, entries)) > 0
 }
 
 // locations are the configured FileSystem locations with the default

@@ -51,6 +51,10 @@ type deepJAR struct {
 // linkage is what the deep rules found, computed once per decision.
 type linkage struct {
 	shadow, class, method, field, version []Finding
+	// cp is the class path model the findings were made on (nil from a
+	// baked verdict): the other deep rules read it rather than index lib
+	// again.
+	cp *jvm.Classpath
 }
 
 func (v *view) linkage() *linkage {
@@ -66,6 +70,7 @@ func (v *view) linkage() *linkage {
 		return v.link
 	}
 	cp := newClasspath(v.Deep)
+	v.link.cp = cp
 	var jars []*deepJAR
 	for i, a := range v.Deep.Lib {
 		if a != nil && i < len(v.Classpath) {

@@ -96,18 +96,6 @@ func enabledReporters(release string, entries []flinkconf.Entry) []reporter {
 	return out
 }
 
-// ReporterKindsNamed are the kinds of reporter the configuration enables
-// on a release: internal/host reads their factories only then.
-func ReporterKindsNamed(release string, entries []flinkconf.Entry) []ReporterKind {
-	var out []ReporterKind
-	for _, r := range enabledReporters(release, entries) {
-		if !slices.ContainsFunc(out, func(k ReporterKind) bool { return k.Name == r.kind.Name }) {
-			out = append(out, r.kind)
-		}
-	}
-	return out
-}
-
 // reporterUnavailable reports a reporter Flink will set up without a
 // factory: no factory.class (only the unsupported .class), or a factory
 // class no service file of lib or a plugin provides. Flink logs a warning

@@ -57,21 +57,52 @@ func tableFactoriesReadable(v *view) bool {
 	return v.Deep != nil && v.Deep.Err == nil && v.Deep.Baked == nil
 }
 
+// tableAnalysis is what both table factory rules read: every provider,
+// whether its loader finds it, and the identifier and kinds of those it
+// does; made once per decision, on the linkage rules' class path model.
+type tableAnalysis struct {
+	missing []tableProvider
+	answers []tableAnswer
+}
+
+type tableAnswer struct {
+	p     tableProvider
+	id    string
+	kinds []string
+}
+
+func (v *view) tableFactories() *tableAnalysis {
+	if v.tables != nil {
+		return v.tables
+	}
+	v.tables = &tableAnalysis{}
+	if !tableFactoriesReadable(v) {
+		return v.tables
+	}
+	cp := v.linkage().cp
+	if cp == nil {
+		cp = newClasspath(v.Deep)
+	}
+	for _, p := range tableProviders(v, cp) {
+		if p.loader.Find(p.class) == nil {
+			v.tables.missing = append(v.tables.missing, p)
+			continue
+		}
+		if id := factoryIdentifier(p.loader, p.class); id != "" {
+			v.tables.answers = append(v.tables.answers, tableAnswer{p: p, id: id, kinds: factoryKinds(cp, p.loader, p.class)})
+		}
+	}
+	return v.tables
+}
+
 // tableFactoryBroken reports a Factory service entry naming a class its
 // class loader cannot find: ServiceLoader throws ServiceConfigurationError
 // on it, and FactoryUtil turns that (anything but a NoClassDefFoundError)
 // into "Unexpected error when trying to load service provider" for every
 // factory it discovers: every SQL statement fails.
 func tableFactoryBroken(v *view) []Finding {
-	if !tableFactoriesReadable(v) {
-		return nil
-	}
-	cp := newClasspath(v.Deep)
 	var out []Finding
-	for _, p := range tableProviders(v, cp) {
-		if p.loader.Find(p.class) != nil {
-			continue
-		}
+	for _, p := range v.tableFactories().missing {
 		out = append(out, Finding{Path: p.jar,
 			Message:  fmt.Sprintf("its META-INF/services/%s names %s, which the %s class loader cannot find: Flink's factory discovery fails on it, and every SQL statement fails with \"Unexpected error when trying to load service provider\"", tableFactoryService, javaName(p.class), p.where),
 			Found:    fmt.Sprintf("%s listed by %s; no JAR %s holds %s.class", javaName(p.class), path.Base(p.jar), searchedIn(p.where), p.class),
@@ -95,27 +126,7 @@ func searchedIn(where string) string {
 // class in two JARs is one provider to ServiceLoader and not reported here
 // (classpath-shadowed judges the copies).
 func tableFactoryDuplicate(v *view) []Finding {
-	if !tableFactoriesReadable(v) {
-		return nil
-	}
-	cp := newClasspath(v.Deep)
-	type answer struct {
-		p     tableProvider
-		id    string
-		kinds []string
-	}
-	var answers []answer
-	for _, p := range tableProviders(v, cp) {
-		a := p.loader.Find(p.class)
-		if a == nil {
-			continue
-		}
-		id := factoryIdentifier(cp, p.loader, p.class)
-		if id == "" {
-			continue
-		}
-		answers = append(answers, answer{p: p, id: id, kinds: factoryKinds(cp, p.loader, p.class)})
-	}
+	answers := v.tableFactories().answers
 	var out []Finding
 	seen := map[string]bool{}
 	for i, a := range answers {
@@ -146,7 +157,7 @@ func tableFactoryDuplicate(v *view) []Finding {
 
 // factoryIdentifier is the constant factoryIdentifier() returns, found in
 // the class or its superclasses; "" when it is computed.
-func factoryIdentifier(cp *jvm.Classpath, l *jvm.Loader, class string) string {
+func factoryIdentifier(l *jvm.Loader, class string) string {
 	name := class
 	for range maxFactoryHierarchy {
 		a := l.Find(name)

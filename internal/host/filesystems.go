@@ -1,33 +1,22 @@
 package host
 
 import (
-	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
-	"github.com/streamfusion/image-entrypoint/internal/classfile"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 )
-
-// fsFactoryService is the service Flink's FileSystem loads its factories by.
-const fsFactoryService = "org.apache.flink.core.fs.FileSystemFactory"
-
-// maxSuper bounds the walk up a factory's superclasses to its getScheme.
-const maxSuper = 16
 
 // gatherFileSystems reads what Flink's FileSystem, plugin loader and
 // reporter setup will find: plugins/ as Flink's DirectoryBasedPluginFinder
 // lists it (each subfolder one plugin, its JARs found recursively; files
 // straight in it ignored), what the image entrypoint's
-// ENABLE_BUILT_IN_PLUGINS links in after the check; only when a configured
-// location needs a scheme other than file, the FileSystemFactory providers
-// of lib and of each plugin with the scheme their getScheme() returns; and
-// only when the configuration names reporters, the reporter factories of
-// lib and the plugins.
+// ENABLE_BUILT_IN_PLUGINS links in after the check, and the file system
+// and reporter factories of lib and of each plugin.
 func gatherFileSystems(fsys fs.FS, s Settings, f *admission.Facts) *admission.FileSystems {
 	out := &admission.FileSystems{}
 	home := s.FlinkHome
@@ -49,91 +38,47 @@ func gatherFileSystems(fsys fs.FS, s Settings, f *admission.Facts) *admission.Fi
 			enable(fsys, home, v, out)
 		}
 	}
-	if s.ReadJAR != nil {
-		fromFacts(fsys, s, f, out)
-	} else {
-		fromJARs(fsys, s, f, out)
-	}
+	providers(fsys, s, f, out)
 	return out
 }
 
-// fromJARs reads the providers the configuration needs from the JARs'
-// bytes (a start, `check`): none when no location needs a scheme other
-// than file and no reporter is named.
-func fromJARs(fsys fs.FS, s Settings, f *admission.Facts, out *admission.FileSystems) {
-	rel := distVersion(f.Classpath)
-	needFS := f.Config.Dir != "" && admission.NeedsFactories(rel, f.Config.Role, f.Config.Entries)
-	kinds := admission.ReporterKindsNamed(rel, f.Config.Entries)
-	if !needFS && len(kinds) == 0 {
+// providers takes the file system and reporter factories of lib and of
+// every plugin from the JARs' reads (payload.Options.Providers: each JAR's
+// service files and the getScheme() constants). An image's check (and
+// AllProviders) reads all of them, whatever the configuration names, so
+// that another configuration (a deployment's) can be judged against them
+// (Complete); a start reads them only when its configuration names a
+// location with a scheme other than file or a reporter, and then only the
+// JARs whose directory lists such a service file. A class a JAR's service file
+// names but that JAR lacks may be in another JAR of its class loader: it
+// counts as unknown, never as missing, except in a plugin of one JAR. A
+// plugin JAR not read with the others (a linked folder, an
+// ENABLE_BUILT_IN_PLUGINS JAR of opt/) is read here.
+func providers(fsys fs.FS, s Settings, f *admission.Facts, out *admission.FileSystems) {
+	all := s.AllProviders || s.ReadJAR != nil
+	if !all && (f.Config.Dir == "" || !admission.NeedsProviders(distVersion(f.Classpath), f.Config.Role, f.Config.Entries)) {
 		return
 	}
-	var services []string
-	if needFS {
-		services = append(services, fsFactoryService)
+	out.FactoriesRead, out.ReportersRead, out.Complete = true, true, all
+	read := s.ReadJAR
+	if read == nil {
+		read = payload.Open
 	}
-	for _, k := range kinds {
-		services = append(services, k.Service)
-	}
-	// lib's loader: the JARs whose directory lists one of the services.
-	var libJARs []string
-	for _, j := range f.Classpath {
-		if j.Err == nil && j.Hadoop && out.Hadoop == "" {
-			out.Hadoop = j.Path
-		}
-		if j.Err == nil && slices.ContainsFunc(services, func(svc string) bool { return slices.Contains(j.Services, svc) }) {
-			libJARs = append(libJARs, j.Path)
-		}
-	}
-	if out.Hadoop == "" && s.Getenv != nil {
-		if v, _ := s.Getenv("HADOOP_CLASSPATH"); strings.TrimSpace(v) != "" {
-			out.Hadoop = "HADOOP_CLASSPATH"
-		}
-	}
-	loaders := []*loader{openLoader(fsys, libJARs, "")}
-	for _, p := range out.Plugins {
-		loaders = append(loaders, openLoader(fsys, p.JARs, p.Name))
-	}
-	defer func() {
-		for _, l := range loaders {
-			l.close()
-		}
-	}()
-	out.FactoriesRead = needFS
-	out.ReportersRead = len(kinds) > 0
-	for _, l := range loaders {
-		out.Unreadable = append(out.Unreadable, l.errs...)
-		if needFS {
-			for _, p := range l.providers(fsFactoryService) {
-				fac := admission.Factory{Provider: p}
-				if !p.Missing && p.Err == "" {
-					fac.Scheme, fac.Unknown, fac.SchemeErr = l.schemeOf(strings.ReplaceAll(p.Class, ".", "/"))
-				}
-				out.Factories = append(out.Factories, fac)
-			}
-		}
-		for _, k := range kinds {
-			for _, p := range l.providers(k.Service) {
-				p.Service = k.Service
-				out.Reporters = append(out.Reporters, p)
-			}
-		}
-	}
-}
-
-// fromFacts takes the providers of lib and every plugin from the JARs'
-// facts (payload.Options.Providers), as the image tooling read them from
-// the layers: all of them, whatever the image's own configuration names,
-// so that a deployment's configuration can be judged against them
-// (Complete). A class a JAR's service file names but that JAR lacks may be
-// in another JAR of its class loader: it counts as unknown, never as
-// missing, except in a plugin of one JAR.
-func fromFacts(fsys fs.FS, s Settings, f *admission.Facts, out *admission.FileSystems) {
-	out.FactoriesRead, out.ReportersRead, out.Complete = true, true, true
 	byPath := map[string]*payload.JAR{}
 	for _, j := range slices.Concat(f.Classpath, f.Plugins) {
 		byPath[j.Path] = j
 	}
+	// withProviders is j with its providers: a JAR read without them (a
+	// start reads them only now, when the configuration needs them) is
+	// read again if its directory lists one of their service files.
+	withProviders := func(j *payload.JAR) *payload.JAR {
+		if j.Err != nil || j.Providers != nil || !slices.ContainsFunc(j.Services, func(svc string) bool { return slices.Contains(payload.ProviderServices, svc) }) {
+			return j
+		}
+		return read(fsys, rel(j.Path), payload.Options{Providers: true})
+	}
 	add := func(j *payload.JAR, plugin string, alone bool) {
+		j = withProviders(j)
 		for _, p := range j.Providers {
 			pr := admission.Provider{Service: p.Service, Class: p.Class, JAR: j.Path, Plugin: plugin, Missing: !p.Present && alone}
 			if p.Service != payload.FileSystemFactoryService {
@@ -169,7 +114,7 @@ func fromFacts(fsys fs.FS, s Settings, f *admission.Facts, out *admission.FileSy
 		for _, path := range p.JARs {
 			j := byPath[path]
 			if j == nil {
-				j = s.ReadJAR(fsys, rel(path), payload.Options{Providers: true})
+				j = read(fsys, rel(path), payload.Options{Providers: true})
 			}
 			if j == nil || j.Err != nil {
 				why := "not read"
@@ -251,98 +196,4 @@ func enable(fsys fs.FS, home, value string, out *admission.FileSystems) {
 			out.Plugins[i].JARs = append(out.Plugins[i].JARs, opt)
 		}
 	}
-}
-
-// loader is one class loader's JARs (lib's, or a plugin's), opened for
-// their classes and service files.
-type loader struct {
-	plugin   string
-	archives []*payload.Archive
-	errs     []admission.Provider // JARs that could not be opened
-}
-
-func openLoader(fsys fs.FS, jars []string, plugin string) *loader {
-	l := &loader{plugin: plugin}
-	for _, j := range jars {
-		a, err := payload.OpenArchive(fsys, rel(j))
-		if err != nil {
-			l.errs = append(l.errs, admission.Provider{JAR: j, Plugin: plugin, Err: err.Error()})
-			continue
-		}
-		l.archives = append(l.archives, a)
-	}
-	return l
-}
-
-func (l *loader) close() {
-	for _, a := range l.archives {
-		_ = a.Close() // read-only: nothing to lose
-	}
-}
-
-// providers are the classes the loader's service files of service name
-// (every JAR's copy, as ServiceLoader reads them), each marked Missing
-// when none of the loader's JARs holds it: ServiceLoader fails on it and
-// Flink skips it.
-func (l *loader) providers(service string) []admission.Provider {
-	var out []admission.Provider
-	for _, a := range l.archives {
-		if !slices.Contains(a.Services, "META-INF/services/"+service) {
-			continue
-		}
-		data, err := a.File("META-INF/services/" + service)
-		if err != nil {
-			out = append(out, admission.Provider{JAR: a.Path, Plugin: l.plugin, Err: err.Error()})
-			continue
-		}
-		for _, class := range payload.ServiceClasses(data) {
-			out = append(out, admission.Provider{Class: strings.ReplaceAll(class, "/", "."), JAR: a.Path, Plugin: l.plugin,
-				Missing: l.archive(class) == nil})
-		}
-	}
-	return out
-}
-
-func (l *loader) archive(class string) *payload.Archive {
-	for _, a := range l.archives {
-		if _, ok := a.Classes[class]; ok {
-			return a
-		}
-	}
-	return nil
-}
-
-// schemeOf finds getScheme() in class or its superclasses among the
-// loader's JARs and returns the constant it returns. unknown is a factory
-// whose scheme is computed (or inherited from outside the JARs read); err
-// says why there is no scheme.
-func (l *loader) schemeOf(class string) (scheme string, unknown bool, err string) {
-	name := class
-	for range maxSuper {
-		a := l.archive(name)
-		if a == nil {
-			return "", true, fmt.Sprintf("getScheme() is inherited from %s, outside the JARs read", strings.ReplaceAll(name, "/", "."))
-		}
-		data, rerr := a.Class(name, nil)
-		if rerr != nil {
-			return "", false, rerr.Error()
-		}
-		c, perr := classfile.Parse(data, classfile.Options{MembersOnly: true, Returns: "getScheme"})
-		if perr != nil {
-			return "", false, perr.Error()
-		}
-		if c.Returns != "" {
-			return c.Returns, false, ""
-		}
-		if slices.ContainsFunc(c.Methods, func(m classfile.Member) bool {
-			return m.Name == "getScheme" && m.Descriptor == "()Ljava/lang/String;"
-		}) {
-			return "", true, "getScheme() computes its scheme at run time"
-		}
-		if c.Super == "" {
-			break
-		}
-		name = c.Super
-	}
-	return "", true, "getScheme() not found in " + strings.ReplaceAll(class, "/", ".") + "'s superclasses"
 }

@@ -43,13 +43,18 @@ type Settings struct {
 	LibDir     string // FLINK_LIB_DIR, else $FLINK_HOME/lib
 	PluginsDir string // FLINK_PLUGINS_DIR, else $FLINK_HOME/plugins
 	FlinkHome  string // FLINK_HOME (its opt/ for ENABLE_BUILT_IN_PLUGINS); "": lib's parent
-	JavaHome   string // JAVA_HOME; empty: look for java on Path
-	Path       string // PATH
-	OS, Arch   string // platform, as uname reports it (x86_64, aarch64, arm64)
-	Strict     bool
-	Locale     string // the collation locale (LC_ALL, LC_COLLATE, LANG); see OrderFor
-	Order      Order  // classpath order; nil: the order of Locale
-	Workers    int    // JARs read at once; 0: 2
+	// AllProviders reads every file system and reporter factory of lib
+	// and the plugins, whatever the configuration names (as an image's
+	// check does, to judge a deployment's configuration against them);
+	// a start reads them only when its configuration needs them.
+	AllProviders bool
+	JavaHome     string // JAVA_HOME; empty: look for java on Path
+	Path         string // PATH
+	OS, Arch     string // platform, as uname reports it (x86_64, aarch64, arm64)
+	Strict       bool
+	Locale       string // the collation locale (LC_ALL, LC_COLLATE, LANG); see OrderFor
+	Order        Order  // classpath order; nil: the order of Locale
+	Workers      int    // JARs read at once; 0: 2
 
 	// How Flink's scripts pick the JDK (see jdkAsFlink). Without ConfDir
 	// the config file is not consulted: JAVA_HOME, else java on PATH.

@@ -213,7 +213,7 @@ func (j *JAR) scan(r io.ReaderAt, size int64, opt Options, depth int) error {
 		j.readNatives(d, c.elf)
 	}
 	if len(c.services) > 0 && depth == 0 {
-		j.readProviders(d, c.services)
+		j.readProviders(d, c.services, c.factories)
 	}
 	return j.resolveNested(d, &c, depth)
 }
@@ -227,6 +227,11 @@ type collector struct {
 	overflow bool    // more candidates than kept
 	elf      []entry // native libraries to read for Options.Native
 	services []entry // service files of ProviderServices, for Options.Providers
+	// factories are the entries named *SystemFactory.class and
+	// *ReporterFactory.class (the first keepFactories), where the
+	// providers' classes are looked up before a second walk of the
+	// directory.
+	factories map[string]*entry
 }
 
 func keep(name []byte, e *entry) *entry {
@@ -279,6 +284,13 @@ func (j *JAR) collect(c *collector, name []byte, e *entry, opt Options) {
 		}
 	}
 	switch last := name[len(name)-1]; {
+	case last == 's' && opt.Providers && (bytes.HasSuffix(name, []byte("SystemFactory.class")) || bytes.HasSuffix(name, []byte("ReporterFactory.class"))):
+		if c.factories == nil {
+			c.factories = map[string]*entry{}
+		}
+		if len(c.factories) < keepFactories {
+			c.factories[string(name)] = keep(name, e)
+		}
 	case last == 's' || last == '/':
 		// .class files and directories: nothing more to look at.
 	case last == 'r' && bytes.HasSuffix(name, []byte(".jar")):

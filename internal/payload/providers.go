@@ -28,6 +28,7 @@ const (
 	maxServiceFile   = 64 << 10 // bytes of one service file
 	keepProviders    = 64       // providers kept per JAR
 	maxProviderWalks = 16       // extra directory walks for superclasses
+	keepFactories    = 256      // *SystemFactory.class, *ReporterFactory.class entries kept by the first walk
 )
 
 // ServiceProvider is one class a service file of the JAR names.
@@ -49,7 +50,9 @@ type ServiceProvider struct {
 // they name. Nothing here fails the JAR: a provider that cannot be read
 // says why in its SchemeErr, and a service file that cannot be read is
 // left out.
-func (j *JAR) readProviders(d *directory, files []entry) {
+// factories are the factory-named entries the first walk kept: a class
+// found there needs no second walk.
+func (j *JAR) readProviders(d *directory, files []entry, factories map[string]*entry) {
 	need := map[string]*entry{}
 	for i := range files {
 		service := strings.TrimPrefix(files[i].name, servicesPrefix)
@@ -78,7 +81,17 @@ func (j *JAR) readProviders(d *directory, files []entry) {
 			return true
 		})
 	}
-	find(need)
+	missing := false
+	for n := range need {
+		if e, ok := factories[n]; ok {
+			need[n] = e
+		} else {
+			missing = true
+		}
+	}
+	if missing {
+		find(need)
+	}
 	for i := range j.Providers {
 		p := &j.Providers[i]
 		name := strings.ReplaceAll(p.Class, ".", "/")
