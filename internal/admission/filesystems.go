@@ -67,6 +67,9 @@ type Enabled struct {
 	Name    string // as written
 	Opt     string // absolute path in opt/
 	Present bool
+	// Unjudged is an entry whose opt/ file could not be looked for (an
+	// image's facts hold no files of opt/): never reported missing.
+	Unjudged bool `json:",omitempty"`
 }
 
 // Provider is one class a service file names (java.util.ServiceLoader's
@@ -297,7 +300,7 @@ func pluginsEnableMissing(v *view) []Finding {
 	}
 	var out []Finding
 	for _, e := range fsys.Enabled {
-		if e.Present {
+		if e.Present || e.Unjudged {
 			continue
 		}
 		have := "opt/ holds no JAR"

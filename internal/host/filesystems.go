@@ -35,7 +35,9 @@ func gatherFileSystems(fsys fs.FS, s Settings, f *admission.Facts) *admission.Fi
 	}
 	if s.Launch == LaunchImage && s.Getenv != nil {
 		if v, _ := s.Getenv("ENABLE_BUILT_IN_PLUGINS"); v != "" {
-			enable(fsys, home, v, out)
+			// An image's facts keep no files of opt/ (only lib, usrlib and
+			// plugins are read): what the names lead to is not known there.
+			enable(fsys, home, v, out, s.ReadJAR == nil)
 		}
 	}
 	providers(fsys, s, f, out)
@@ -177,13 +179,15 @@ func readPlugins(fsys fs.FS, dir string, jars []*payload.JAR, out *admission.Fil
 // enable applies ENABLE_BUILT_IN_PLUGINS as the official image's
 // docker-entrypoint.sh does after this check: each ';'-separated name is a
 // file of $FLINK_HOME/opt, linked into $FLINK_HOME/plugins/<name without
-// .jar>/; a name opt/ lacks ends the script.
-func enable(fsys fs.FS, home, value string, out *admission.FileSystems) {
+// .jar>/; a name opt/ lacks ends the script. Unless judged (an image's
+// facts, which hold no files of opt/), every name is taken as there, its
+// JAR unread.
+func enable(fsys fs.FS, home, value string, out *admission.FileSystems, judged bool) {
 	for _, name := range strings.Fields(strings.ReplaceAll(value, ";", " ")) {
 		opt := "/" + rel(path.Join(home, "opt", name))
 		_, _, err := rootfs.Resolve(fsys, rel(opt))
-		out.Enabled = append(out.Enabled, admission.Enabled{Name: name, Opt: opt, Present: err == nil})
-		if err != nil {
+		out.Enabled = append(out.Enabled, admission.Enabled{Name: name, Opt: opt, Present: err == nil, Unjudged: !judged})
+		if err != nil && judged {
 			continue
 		}
 		dir := "/" + rel(path.Join(home, "plugins", strings.TrimSuffix(name, ".jar")))

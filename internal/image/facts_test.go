@@ -326,6 +326,27 @@ func TestImageRunTimeFacts(t *testing.T) {
 	}
 }
 
+// TestImageWithEnabledPlugins: an image whose Env sets
+// ENABLE_BUILT_IN_PLUGINS is not refused for it (its facts keep no files of
+// opt/, so what the names lead to is not known), and a location the
+// enabled plugin may serve is a warning at most.
+func TestImageWithEnabledPlugins(t *testing.T) {
+	img, err := imagekit.Base{Dist: testkit.Good("2.2.1"), User: "9999", Env: []string{"ENABLE_BUILT_IN_PLUGINS=flink-s3-fs-hadoop-2.2.1.jar"}, Extra: []imagekit.Entry{
+		{Name: "opt/flink/opt/flink-s3-fs-hadoop-2.2.1.jar", Data: testkit.JAR("")},
+	}}.Image()
+	require.NoError(t, err)
+	img, err = mutate.AppendLayers(img, imagekit.Layer(imagekit.Entry{Name: "opt/flink/conf/config.yaml", Data: []byte("execution.checkpointing.dir: s3://b/cp\n")}))
+	require.NoError(t, err)
+	res, err := VerifyOptions{TempDir: t.TempDir()}.Verify(context.Background(), img)
+	require.NoError(t, err)
+	for _, f := range res.Decision.Findings {
+		assert.NotEqual(t, "plugins-enable-missing", f.Rule, f.Text())
+		if f.Rule == "fs-scheme-unserved" {
+			assert.Equal(t, "warning", string(f.Severity), f.Text())
+		}
+	}
+}
+
 // TestNamesThatAreNotUTF8: a layer entry whose name is not UTF-8 (Linux
 // allows it; fs.FS paths cannot hold it) below lib is refused, since it
 // may hide a JAR the JVM loads; elsewhere it is left out of the view.
