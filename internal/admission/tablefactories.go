@@ -145,7 +145,16 @@ func tableFactoryDuplicate(v *view) []Finding {
 				continue
 			}
 			seen[key] = true
-			out = append(out, Finding{Path: b.p.jar,
+			// Two JARs (two releases of a connector side by side) are a
+			// mistake of the image: an error. One JAR that ships both (the
+			// JDBC connector 3.3.0-1.20's two 'jdbc' catalog factories) fails
+			// only the statements that name it, and its other factories work:
+			// a warning, so that a deployment using them is not refused.
+			sev := Error
+			if a.p.jar == b.p.jar {
+				sev = Warning
+			}
+			out = append(out, Finding{Severity: sev, Path: b.p.jar,
 				Message:  fmt.Sprintf("two factories answer the identifier '%s': a statement naming it fails with \"Multiple factories for identifier '%s' that implement '%s' found in the classpath\"", a.id, a.id, shared[0]),
 				Found:    fmt.Sprintf("%s (%s) and %s (%s), both %s", javaName(a.p.class), a.p.jar, javaName(b.p.class), b.p.jar, strings.Join(shared, ", ")),
 				Required: fmt.Sprintf("one factory for '%s' of each kind on the class path", a.id),
