@@ -54,6 +54,29 @@ var fsCases = []fsCase{
 	{name: "an upper-case scheme", conf: "state.checkpoints.dir: S3://bucket/cp", plugins: map[string]string{"s3": "flink-s3-fs-hadoop"}},
 }
 
+// runTimeHome is a Flink home of a real distribution: lib's JARs and the
+// distribution's own plugin folders (but drop) linked in, conf/ empty.
+func runTimeHome(t *testing.T, version, drop string) (home, lib, conf, plugins string) {
+	t.Helper()
+	home = filepath.Join(t.TempDir(), "opt/flink")
+	lib, conf, plugins = filepath.Join(home, "lib"), filepath.Join(home, "conf"), filepath.Join(home, "plugins")
+	for _, d := range []string{lib, conf, plugins} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	for name, p := range realLib(t, version) {
+		require.NoError(t, os.Symlink(p, filepath.Join(lib, name)))
+	}
+	dist := filepath.Join(flinkHome(t, version), "plugins")
+	entries, err := os.ReadDir(dist)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != drop {
+			require.NoError(t, os.Symlink(filepath.Join(dist, e.Name()), filepath.Join(plugins, e.Name())))
+		}
+	}
+	return home, lib, conf, plugins
+}
+
 // fsOutcome is what real Flink (FileSystemOracle) made of a case.
 type fsOutcome struct {
 	startFails string
@@ -115,23 +138,7 @@ func TestFileSystemsAsFlinkResolvesThem(t *testing.T) {
 			}
 			t.Run(version+"/"+c.name, func(t *testing.T) {
 				t.Parallel() // one JVM a case: both cores
-				root := t.TempDir()
-				home := filepath.Join(root, "opt/flink")
-				lib, conf, plugins := filepath.Join(home, "lib"), filepath.Join(home, "conf"), filepath.Join(home, "plugins")
-				for _, d := range []string{lib, conf, plugins} {
-					require.NoError(t, os.MkdirAll(d, 0o755))
-				}
-				for name, p := range realLib(t, version) {
-					require.NoError(t, os.Symlink(p, filepath.Join(lib, name)))
-				}
-				dist := filepath.Join(flinkHome(t, version), "plugins")
-				entries, err := os.ReadDir(dist)
-				require.NoError(t, err)
-				for _, e := range entries {
-					if e.IsDir() {
-						require.NoError(t, os.Symlink(filepath.Join(dist, e.Name()), filepath.Join(plugins, e.Name())))
-					}
-				}
+				home, lib, conf, plugins := runTimeHome(t, version, "")
 				for folder, artifact := range c.plugins {
 					dir := filepath.Join(plugins, folder)
 					require.NoError(t, os.MkdirAll(dir, 0o755))
@@ -305,28 +312,12 @@ func TestReportersAsFlinkSetsThemUp(t *testing.T) {
 			}
 			t.Run(version+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
-				home := filepath.Join(t.TempDir(), "opt/flink")
-				lib, conf, plugins := filepath.Join(home, "lib"), filepath.Join(home, "conf"), filepath.Join(home, "plugins")
-				for _, d := range []string{lib, conf, plugins} {
-					require.NoError(t, os.MkdirAll(d, 0o755))
-				}
-				for name, p := range realLib(t, version) {
-					require.NoError(t, os.Symlink(p, filepath.Join(lib, name)))
-				}
-				dist := filepath.Join(flinkHome(t, version), "plugins")
-				entries, err := os.ReadDir(dist)
-				require.NoError(t, err)
-				for _, e := range entries {
-					switch {
-					case !e.IsDir():
-					case e.Name() == c.drop && c.loose:
-						jars, err := filepath.Glob(filepath.Join(dist, e.Name(), "*.jar"))
-						require.NoError(t, err)
-						require.Len(t, jars, 1)
-						require.NoError(t, os.Symlink(jars[0], filepath.Join(plugins, filepath.Base(jars[0]))))
-					case e.Name() != c.drop:
-						require.NoError(t, os.Symlink(filepath.Join(dist, e.Name()), filepath.Join(plugins, e.Name())))
-					}
+				home, lib, conf, plugins := runTimeHome(t, version, c.drop)
+				if c.loose {
+					jars, err := filepath.Glob(filepath.Join(flinkHome(t, version), "plugins", c.drop, "*.jar"))
+					require.NoError(t, err)
+					require.Len(t, jars, 1)
+					require.NoError(t, os.Symlink(jars[0], filepath.Join(plugins, filepath.Base(jars[0]))))
 				}
 				file := "config.yaml"
 				if strings.HasPrefix(version, "1.") {
