@@ -18,3 +18,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "streamfusion-webhook.serviceAccountName" -}}
 {{- default (include "streamfusion-webhook.fullname" .) .Values.webhookServiceAccount.name -}}
 {{- end -}}
+
+{{/*
+The webhook's image: by digest when one is set (a packaged release sets the
+digest of the image index it built), else by tag (default: appVersion).
+*/}}
+{{- define "streamfusion-webhook.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+{{- end }}
