@@ -85,7 +85,7 @@ func buildBinaries(ctx context.Context, o Options, m *Manifest) (map[string]buil
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	g, gctx := errgroup.WithContext(ctx)
 	for _, p := range order {
 		goos, goarch, _ := strings.Cut(p, "/")

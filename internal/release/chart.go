@@ -29,19 +29,15 @@ func writeChart(o Options, index v1.Hash, m *Manifest) error {
 		return err
 	}
 	tw := tar.NewWriter(zw)
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	chart := os.DirFS(src)
+	err = fs.WalkDir(chart, ".", func(rel string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s: the chart holds only regular files", p)
+			return fmt.Errorf("%s: the chart holds only regular files", rel)
 		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		data, err := os.ReadFile(p)
+		data, err := fs.ReadFile(chart, rel)
 		if err != nil {
 			return err
 		}

@@ -77,11 +77,30 @@ func TestRealShippedImage(t *testing.T) {
 	require.Equal(t, m.Image.Repository+"@"+m.Image.Index, c.Image, "the packaged chart installs the image of the release, by digest")
 	require.NotNil(t, pod.SecurityContext.RunAsUser)
 
-	// The image, from the release's tarball for this machine's platform.
+	// The image, as the real container engine reads both forms the release
+	// ships: the OCI layout (the index by its ref name; podman picks this
+	// machine's platform) and this platform's tarball. Both are one image.
+	layoutRef := "oci:" + filepath.Join(rel, filepath.FromSlash(m.Image.Layout)) + ":" + m.Version
+	out, err := osexec.Command(podman, "pull", "-q", layoutRef).CombinedOutput()
+	require.NoError(t, err, "podman pull %s: %s", layoutRef, out)
+	fromLayout := strings.TrimSpace(string(out))
+	digests, err := osexec.Command(podman, "image", "inspect", "--format", "{{.RepoDigests}}", fromLayout).Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(digests), "@"+m.Image.Index, "podman read the index from the layout")
+	for _, pl := range m.Image.Platforms {
+		if pl.Platform == "linux/"+runtime.GOARCH {
+			assert.Contains(t, string(digests), "@"+pl.Manifest, "podman took this platform's image")
+		}
+	}
 	tarball := filepath.Join(rel, "image", "streamfusion-"+m.Version+"-linux-"+runtime.GOARCH+".tar")
-	out, err := osexec.Command(podman, "load", "-i", tarball).CombinedOutput()
+	out, err = osexec.Command(podman, "load", "-q", "-i", tarball).CombinedOutput()
 	require.NoError(t, err, "podman load: %s", out)
 	ref := m.Image.Repository + ":" + m.Version
+	ids, err := osexec.Command(podman, "image", "inspect", "--format", "{{.Id}}", ref, fromLayout).Output()
+	require.NoError(t, err)
+	idList := strings.Fields(string(ids))
+	require.Len(t, idList, 2)
+	require.Equal(t, idList[0], idList[1], "the tarball and the layout hold one image")
 	user, err := osexec.Command(podman, "image", "inspect", "--format", "{{.User}}", ref).Output()
 	require.NoError(t, err)
 	require.NotContains(t, []string{"", "0", "root"}, strings.SplitN(strings.TrimSpace(string(user)), ":", 2)[0], "the image's user")
