@@ -22,10 +22,12 @@ bin/streamfusion: FORCE
 # attached as a referrer), the chart packaged to pull that image by digest;
 # release/manifest.json lists them with their digests. VERSION is SemVer 2:
 # make release VERSION=1.0.0 [REPOSITORY=the image's repository, as the
-# chart pulls it]. It checks what it built (release check).
+# chart pulls it] [CA_CERTS=the CA bundle the image carries; default
+# /etc/ssl/certs/ca-certificates.crt]. The same commit, Go release, CA
+# bundle and repository give the same bytes. It checks what it built.
 release: FORCE
 	rm -rf release
-	go run ./cmd/release build --version '$(VERSION)' --out release $(if $(REPOSITORY),--repository '$(REPOSITORY)')
+	go run ./cmd/release build --version '$(VERSION)' --out release $(if $(REPOSITORY),--repository '$(REPOSITORY)') $(if $(CA_CERTS),--ca-certs '$(CA_CERTS)')
 # The release built twice and compared byte for byte; its SBOMs against
 # go.sum and `go version -m`; the shipped image run in podman as the
 # packaged chart runs it, behind a real kube-apiserver (needs the image

@@ -116,10 +116,14 @@ func buildBinaries(ctx context.Context, o Options, m *Manifest) (map[string]buil
 		if err := m.add(o.Out, rel, "binary", b.Platform()); err != nil {
 			return nil, err
 		}
-		bom, err := binarySBOM(o, b, dst)
+		bom, goVersion, err := binarySBOM(o, b, dst)
 		if err != nil {
 			return nil, err
 		}
+		if m.Go != "" && m.Go != goVersion {
+			return nil, fmt.Errorf("%s was built by %s, the others by %s", b.Name(), goVersion, m.Go)
+		}
+		m.Go = goVersion
 		srel := "sbom/" + b.Name() + ".cdx.json"
 		if err := writeFile(o, srel, bom); err != nil {
 			return nil, err

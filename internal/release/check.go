@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"debug/buildinfo"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,19 +17,24 @@ import (
 	"runtime"
 	"strings"
 
+	cdx "github.com/CycloneDX/cyclonedx-go"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"go.yaml.in/yaml/v3"
 )
 
 // Check reads the release in dir back and returns every disagreement:
-// a file whose digest is not the manifest's, a chart whose version,
-// appVersion or image digest is not the release's, an image whose version
-// or revision label is not, or that runs as root, a platform image without
-// its SBOM referrer, a binary stamped with another commit or version (the
-// version is asked of the binaries this machine runs; the others' commit is
-// read from their module graph).
+// an artifact missing from the manifest or from SHA256SUMS, a file whose
+// digest is not the manifest's, a layout blob whose bytes are not its
+// name, a chart whose version, appVersion or image is not the release's, an
+// image whose version or revision label is not, that runs as root, whose
+// /streamfusion is not the release's binary for its platform or that lacks
+// its SBOM referrer (or whose referrer is not the SBOM file), an SBOM whose
+// subject's SHA-256 is not the binary's, a binary stamped with another
+// commit or version (the version is asked of the binaries this machine
+// runs; the others' commit is read from their module graph).
 func Check(ctx context.Context, dir string) ([]string, error) {
 	m, err := ReadManifest(dir)
 	if err != nil {
@@ -35,6 +42,7 @@ func Check(ctx context.Context, dir string) ([]string, error) {
 	}
 	var bad []string
 	say := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	checkComplete(dir, m, say)
 	for _, a := range m.Artifacts {
 		sum, size, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(a.Path)))
 		switch {
@@ -52,6 +60,96 @@ func Check(ctx context.Context, dir string) ([]string, error) {
 		say("image: %v", err)
 	}
 	return bad, nil
+}
+
+// expected are the files a release holds (but the layout's).
+func expected(version string) map[string]string {
+	want := map[string]string{"chart/" + ChartName + "-" + version + ".tgz": "helm-chart"}
+	for _, b := range Binaries {
+		want["bin/"+b.Name()] = "binary"
+		want["sbom/"+b.Name()+".cdx.json"] = "sbom"
+	}
+	for _, arch := range ImagePlatforms {
+		want["sbom/image-linux-"+arch+".cdx.json"] = "sbom"
+		want["image/streamfusion-"+version+"-linux-"+arch+".tar"] = "image-tarball"
+	}
+	return want
+}
+
+// checkComplete: the manifest lists every file of a release, SHA256SUMS
+// says what the manifest says, and every binary's SBOM describes it.
+func checkComplete(dir string, m *Manifest, say func(string, ...any)) {
+	want := expected(m.Version)
+	sums := map[string]string{}
+	for _, a := range m.Artifacts {
+		if want[a.Path] != a.Kind {
+			say("%s: a %s the release does not hold", a.Path, a.Kind)
+		}
+		delete(want, a.Path)
+		sums[a.Path] = a.SHA256
+	}
+	for p := range want {
+		say("%s: missing from the manifest", p)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
+	if err != nil {
+		say("SHA256SUMS: %v", err)
+		return
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for _, line := range lines {
+		sum, p, ok := strings.Cut(line, "  ")
+		if !ok || sums[p] != sum {
+			say("SHA256SUMS: %q is not the manifest's", line)
+		}
+		delete(sums, p)
+	}
+	for p := range sums {
+		say("SHA256SUMS: no line for %s", p)
+	}
+	for _, b := range Binaries {
+		sbomSubjectIs(dir, "sbom/"+b.Name()+".cdx.json", "bin/"+b.Name(), say)
+	}
+	for _, arch := range ImagePlatforms {
+		sbomSubjectIs(dir, "sbom/image-linux-"+arch+".cdx.json", "bin/streamfusion-linux-"+arch, say)
+	}
+}
+
+// sbomSubjectIs: the SBOM at rel describes the binary at bin (its
+// metadata component's, or its application component's, SHA-256).
+func sbomSubjectIs(dir, rel, bin string, say func(string, ...any)) {
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil {
+		say("%s: %v", rel, err)
+		return
+	}
+	var bom cdx.BOM
+	if err := cdx.NewBOMDecoder(bytes.NewReader(data), cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
+		say("%s: %v", rel, err)
+		return
+	}
+	sum, _, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(bin)))
+	if err != nil {
+		say("%s: %v", bin, err)
+		return
+	}
+	comps := []cdx.Component{}
+	if bom.Metadata != nil && bom.Metadata.Component != nil {
+		comps = append(comps, *bom.Metadata.Component)
+	}
+	if bom.Components != nil {
+		comps = append(comps, *bom.Components...)
+	}
+	for _, c := range comps {
+		if c.Type == cdx.ComponentTypeApplication && c.Hashes != nil {
+			for _, h := range *c.Hashes {
+				if h.Algorithm == cdx.HashAlgoSHA256 && h.Value == sum {
+					return
+				}
+			}
+		}
+	}
+	say("%s does not describe %s (sha256 %s)", rel, bin, sum)
 }
 
 func checkBinary(ctx context.Context, dir string, m *Manifest, a Artifact, say func(string, ...any)) {
@@ -144,7 +242,9 @@ func checkChart(dir string, m *Manifest, say func(string, ...any)) {
 }
 
 func checkImage(dir string, m *Manifest, say func(string, ...any)) error {
-	p, err := layout.FromPath(filepath.Join(dir, filepath.FromSlash(m.Image.Layout)))
+	root := filepath.Join(dir, filepath.FromSlash(m.Image.Layout))
+	checkBlobs(root, say)
+	p, err := layout.FromPath(root)
 	if err != nil {
 		return err
 	}
@@ -156,14 +256,14 @@ func checkImage(dir string, m *Manifest, say func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	subjects := map[string]bool{}
+	referrers := map[string]string{} // subject -> referrer
 	var found bool
 	for _, d := range tm.Manifests {
 		if d.ArtifactType == SBOMArtifactType {
 			if s, err := sbomSubject(p, d); err != nil {
 				say("SBOM referrer %s: %v", d.Digest, err)
 			} else {
-				subjects[s] = true
+				referrers[s] = d.Digest.String()
 			}
 		}
 		if d.Annotations[refName] == m.Version && d.Digest.String() == m.Image.Index {
@@ -177,10 +277,7 @@ func checkImage(dir string, m *Manifest, say func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	idx, err := p.ImageIndex()
-	if err == nil {
-		idx, err = idx.ImageIndex(h)
-	}
+	idx, err := top.ImageIndex(h)
 	if err != nil {
 		return err
 	}
@@ -188,22 +285,115 @@ func checkImage(dir string, m *Manifest, say func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
+	listed := map[string]PlatformImage{}
+	for _, pl := range m.Image.Platforms {
+		listed[pl.Platform] = pl
+	}
+	seen := map[string]bool{}
 	for _, d := range im.Manifests {
+		if d.Platform == nil {
+			say("image %s names no platform", d.Digest)
+			continue
+		}
 		plat := d.Platform.OS + "/" + d.Platform.Architecture
-		if !subjects[d.Digest.String()] {
+		seen[plat] = true
+		if l := listed[plat]; l.Manifest != d.Digest.String() || l.SBOM != referrers[d.Digest.String()] {
+			say("image %s: the index has %s (SBOM %s), the manifest says %s (SBOM %s)", plat, d.Digest, referrers[d.Digest.String()], l.Manifest, l.SBOM)
+		}
+		if referrers[d.Digest.String()] == "" {
 			say("image %s (%s) has no SBOM referrer", d.Digest, plat)
+		} else {
+			sameBlob(dir, p, referrers[d.Digest.String()], "sbom/image-"+strings.ReplaceAll(plat, "/", "-")+".cdx.json", say)
 		}
 		img, err := idx.Image(d.Digest)
 		if err != nil {
 			return err
 		}
 		checkImageConfig(img, plat, m, say)
+		checkImageBinary(dir, img, plat, say)
 		tpath := filepath.Join(dir, "image", "streamfusion-"+m.Version+"-"+strings.ReplaceAll(plat, "/", "-")+".tar")
 		if err := sameImage(tpath, img); err != nil {
 			say("%s: %v", tpath, err)
 		}
 	}
+	for _, arch := range ImagePlatforms {
+		if !seen["linux/"+arch] {
+			say("the image index has no linux/%s image", arch)
+		}
+	}
 	return nil
+}
+
+// checkBlobs: every blob of the layout is the bytes its name says.
+func checkBlobs(root string, say func(string, ...any)) {
+	blobs := filepath.Join(root, "blobs", "sha256")
+	entries, err := os.ReadDir(blobs)
+	if err != nil {
+		say("%s: %v", blobs, err)
+		return
+	}
+	for _, e := range entries {
+		sum, _, err := fileSHA256(filepath.Join(blobs, e.Name()))
+		if err != nil || sum != e.Name() {
+			say("layout blob sha256:%s holds sha256:%s (%v)", e.Name(), sum, err)
+		}
+	}
+}
+
+// sameBlob: the referrer's one layer is the SBOM file at rel.
+func sameBlob(dir string, p layout.Path, referrer, rel string, say func(string, ...any)) {
+	h, err := v1.NewHash(referrer)
+	if err != nil {
+		say("%s: %v", referrer, err)
+		return
+	}
+	raw, err := p.Bytes(h)
+	if err != nil {
+		say("%s: %v", referrer, err)
+		return
+	}
+	var mf v1.Manifest
+	if err := json.Unmarshal(raw, &mf); err != nil || len(mf.Layers) != 1 {
+		say("SBOM referrer %s: not one layer (%v)", referrer, err)
+		return
+	}
+	sum, _, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(rel)))
+	if err != nil || "sha256:"+sum != mf.Layers[0].Digest.String() {
+		say("SBOM referrer %s holds %s, %s is sha256:%s (%v)", referrer, mf.Layers[0].Digest, rel, sum, err)
+	}
+}
+
+// checkImageBinary: the image's /streamfusion is the release's binary for
+// its platform.
+func checkImageBinary(dir string, img v1.Image, plat string, say func(string, ...any)) {
+	bin := "bin/streamfusion-" + strings.ReplaceAll(plat, "/", "-")
+	want, _, err := fileSHA256(filepath.Join(dir, filepath.FromSlash(bin)))
+	if err != nil {
+		say("%s: %v", bin, err)
+		return
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			say("image %s: no %s (%v)", plat, ImageBinary, err)
+			return
+		}
+		if path.Clean("/"+h.Name) != ImageBinary {
+			continue
+		}
+		hash := sha256.New()
+		if _, err := io.Copy(hash, tr); err != nil {
+			say("image %s: %v", plat, err)
+			return
+		}
+		if got := hex.EncodeToString(hash.Sum(nil)); got != want {
+			say("image %s: %s is sha256:%s, %s is sha256:%s", plat, ImageBinary, got, bin, want)
+		}
+		return
+	}
 }
 
 func checkImageConfig(img v1.Image, plat string, m *Manifest, say func(string, ...any)) {

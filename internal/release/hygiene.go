@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"path"
 	"strings"
 )
 
 // Hygiene refuses to release a tree that is not the commit: changes or
-// files git does not ignore, a go.mod that replaces a module, a go.work in
-// effect. Each would put into the artifacts what no commit holds.
+// files git does not ignore, ignored files the build or the chart would
+// take in, a go.mod that replaces a module, a go.work in effect. Each would put into the artifacts what no commit holds.
 func Hygiene(ctx context.Context, src, goCmd string) error {
 	if goCmd == "" {
 		goCmd = "go"
@@ -22,6 +23,22 @@ func Hygiene(ctx context.Context, src, goCmd string) error {
 	}
 	if s := strings.TrimSpace(status); s != "" {
 		return fmt.Errorf("the tree has changes; commit or remove them first:\n%s", s)
+	}
+	// Files git ignores do not show above, but the go command compiles an
+	// ignored Go file beside the others, and the chart would be packaged
+	// with whatever lies in its folder.
+	ignored, err := run(ctx, src, nil, "git", "ls-files", "--others", "--ignored", "--exclude-standard", "-z", "--", "cmd", "internal", Chart)
+	if err != nil {
+		return fmt.Errorf("git ls-files: %w", err)
+	}
+	var stray []string
+	for _, p := range strings.Split(ignored, "\x00") {
+		if p != "" && (strings.HasPrefix(p, Chart+"/") || goSource[path.Ext(p)]) {
+			stray = append(stray, p)
+		}
+	}
+	if len(stray) > 0 {
+		return fmt.Errorf("files git ignores would go into the release (Go sources the go command compiles, files of the chart's folder); remove them first:\n%s", strings.Join(stray, "\n"))
 	}
 	mod, err := run(ctx, src, nil, goCmd, "mod", "edit", "-json")
 	if err != nil {
@@ -47,6 +64,9 @@ func Hygiene(ctx context.Context, src, goCmd string) error {
 	}
 	return nil
 }
+
+// goSource are the extensions of the files the go command builds with.
+var goSource = map[string]bool{".go": true, ".s": true, ".S": true, ".c": true, ".h": true, ".cc": true, ".cpp": true, ".cxx": true, ".hh": true, ".hpp": true, ".m": true, ".f": true, ".F": true, ".for": true, ".f90": true, ".sx": true, ".swig": true, ".swigcxx": true, ".syso": true}
 
 // Commit is the tree's commit and its committer time (seconds).
 func Commit(ctx context.Context, src string) (string, string, error) {

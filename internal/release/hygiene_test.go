@@ -19,7 +19,7 @@ func TestHygiene(t *testing.T) {
 	repo := func(t *testing.T) string {
 		dir := t.TempDir()
 		write(t, dir, "go.mod", "module example.test/m\n\ngo 1.26\n")
-		write(t, dir, ".gitignore", "/release/\n")
+		write(t, dir, ".gitignore", "/release/\n*.gen.go\n*.test\n*~\n")
 		git(t, dir, "init", "-q")
 		git(t, dir, "add", "-A")
 		git(t, dir, "-c", "user.name=t", "-c", "user.email=t@example.test", "commit", "-qm", "m")
@@ -29,6 +29,7 @@ func TestHygiene(t *testing.T) {
 	t.Run("a committed tree", func(t *testing.T) {
 		dir := repo(t)
 		write(t, dir, "release/bin/x", "built before")
+		write(t, dir, "internal/x/x.test", "a test binary")
 		require.NoError(t, Hygiene(ctx, dir, ""))
 	})
 	for _, tc := range []struct {
@@ -38,6 +39,8 @@ func TestHygiene(t *testing.T) {
 	}{
 		{"a changed file", func(dir string) { write(t, dir, ".gitignore", "") }, "the tree has changes"},
 		{"a new file", func(dir string) { write(t, dir, "main.go", "package main\n") }, "the tree has changes"},
+		{"an ignored Go file", func(dir string) { write(t, dir, "internal/x/x.gen.go", "package x\n") }, "internal/x/x.gen.go"},
+		{"an ignored file in the chart's folder", func(dir string) { write(t, dir, Chart+"/values.yaml~", "old") }, Chart + "/values.yaml~"},
 		{"a replaced module", func(dir string) {
 			write(t, dir, "go.mod", "module example.test/m\n\ngo 1.26\n\nreplace example.test/x => ../x\n")
 			git(t, dir, "-c", "user.name=t", "-c", "user.email=t@example.test", "commit", "-qam", "replace")

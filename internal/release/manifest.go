@@ -13,12 +13,16 @@ import (
 )
 
 // Manifest lists a release: every file with its SHA-256, and the image
-// index with each platform's image and SBOM referrer. It is manifest.json
+// index with each platform's image and SBOM referrer. Go and CACerts are
+// the inputs besides the commit: the same commit, Go release, CA bundle
+// and repository give the same bytes. It is manifest.json
 // in the release, beside SHA256SUMS (the same files, sha256sum's format).
 type Manifest struct {
 	Version   string        `json:"version"`
 	Commit    string        `json:"commit"`
 	Created   string        `json:"created"`
+	Go        string        `json:"go"`      // the Go release that built the binaries
+	CACerts   string        `json:"caCerts"` // the SHA-256 of the image's CA bundle
 	Image     ImageManifest `json:"image"`
 	Chart     string        `json:"chart"`
 	Artifacts []Artifact    `json:"artifacts"`

@@ -22,6 +22,7 @@ package release
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -89,8 +90,9 @@ func Run(ctx context.Context, o Options) (*Manifest, error) {
 	}
 	ca, err := os.ReadFile(o.CACerts)
 	if err != nil {
-		return nil, fmt.Errorf("the image's CA bundle: %w", err)
+		return nil, fmt.Errorf("the image's CA bundle (--ca-certs, make release CA_CERTS=...): %w", err)
 	}
+	m.CACerts = fmt.Sprintf("%x", sha256.Sum256(ca))
 	idx, err := writeImage(o, bins, ca, m)
 	if err != nil {
 		return nil, err

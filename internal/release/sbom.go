@@ -18,10 +18,10 @@ import (
 
 // The SBOMs are CycloneDX JSON. A binary's lists the Go modules linked into
 // it, read from the module graph the toolchain wrote into the binary (what
-// `go version -m` prints): path, version and go.sum's h1 checksum. That
-// checksum is a SHA-256 (over the module's file hashes, Go's dirhash), so it
-// is given as the component's SHA-256, hex, as cyclonedx-gomod does, and
-// also as the go.sum line has it in the property gomod:sum.
+// `go version -m` prints): path, version, and go.sum's h1 checksum in the
+// property gomod:sum. That checksum is Go's dirhash of the module's files,
+// not a hash of any file one downloads, so it is not given as a component
+// hash. The binaries themselves carry their SHA-256.
 
 // purl is a Go module's package URL.
 func purl(path, version string) string {
@@ -46,11 +46,9 @@ func moduleComponents(info *debug.BuildInfo) ([]cdx.Component, error) {
 		if d.Sum == "" {
 			return nil, fmt.Errorf("module %s %s has no checksum in the binary", d.Path, d.Version)
 		}
-		h, err := decodeH1(d.Sum)
-		if err != nil {
+		if _, err := decodeH1(d.Sum); err != nil {
 			return nil, fmt.Errorf("module %s: %w", d.Path, err)
 		}
-		c.Hashes = &[]cdx.Hash{{Algorithm: cdx.HashAlgoSHA256, Value: h}}
 		c.Properties = &[]cdx.Property{{Name: "gomod:sum", Value: d.Sum}}
 		comps = append(comps, c)
 	}
@@ -92,25 +90,27 @@ func encode(bom *cdx.BOM) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// binarySBOM is the SBOM of the binary at path.
-func binarySBOM(o Options, b Binary, path string) ([]byte, error) {
+// binarySBOM is the SBOM of the binary at path, and the Go release that
+// built it.
+func binarySBOM(o Options, b Binary, path string) ([]byte, string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	info, err := buildinfo.Read(bytes.NewReader(data))
 	if err != nil {
-		return nil, fmt.Errorf("%s carries no module graph: %w", b.Name(), err)
+		return nil, "", fmt.Errorf("%s carries no module graph: %w", b.Name(), err)
 	}
 	mods, err := moduleComponents(info)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", b.Name(), err)
+		return nil, "", fmt.Errorf("%s: %w", b.Name(), err)
 	}
 	self := binaryComponent(o, b, data, info)
 	bom := newBOM(self, data, o.Time)
 	bom.Components = &mods
 	bom.Dependencies = &[]cdx.Dependency{{Ref: self.BOMRef, Dependencies: refs(mods)}}
-	return encode(bom)
+	out, err := encode(bom)
+	return out, info.GoVersion, err
 }
 
 func refs(comps []cdx.Component) *[]string {

@@ -96,6 +96,7 @@ func TestRealShippedImage(t *testing.T) {
 	out, err = osexec.Command(podman, "load", "-q", "-i", tarball).CombinedOutput()
 	require.NoError(t, err, "podman load: %s", out)
 	ref := m.Image.Repository + ":" + m.Version
+	t.Cleanup(func() { _ = osexec.Command(podman, "rmi", "-f", ref, fromLayout).Run() })
 	ids, err := osexec.Command(podman, "image", "inspect", "--format", "{{.Id}}", ref, fromLayout).Output()
 	require.NoError(t, err)
 	idList := strings.Fields(string(ids))
