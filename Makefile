@@ -288,7 +288,6 @@ bench-linkage: build flink-dist
 lint:
 	go vet -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal,linkageoracle,nativeoracle,ecosystem,release ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags imagesuite,realjars,jvmoracle,installcrash,k8sreal,linkageoracle,nativeoracle,ecosystem,release ./...
 	go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0 run ./...
 
 # Each fuzz target for FUZZTIME; crashers land in testdata/fuzz as regression seeds.
@@ -329,3 +328,19 @@ demo: build
 
 clean:
 	rm -rf bin dist
+
+# --- prefetch: what the heavier suites fetch, into the user caches (the
+# Flink distributions of every suite, the JARs of every coordinates list,
+# the operator's API JAR, the image suite's Debian root). Mostly network:
+# .ci/run runs it in the background while lint and the unit tests keep the
+# cores busy; each suite's own fetch then finds its files cached.
+PREFETCH_VERSIONS := $(sort $(FLINK_VERSIONS) $(LINKAGE_VERSIONS) $(ECOSYSTEM_VERSIONS))
+PREFETCH_LISTS := internal/realflink/testdata/coordinates.txt internal/realflink/testdata/linkage-coordinates.txt \
+	internal/realflink/testdata/ecosystem-coordinates.txt images/suite/testdata/connectors.txt images/suite/testdata/processes.txt
+.PHONY: prefetch
+prefetch:
+	FLINK_DIST_CACHE=$(FLINK_DIST) scripts/fetch-flink-dist $(PREFETCH_VERSIONS) >/dev/null
+	for list in $(PREFETCH_LISTS); do scripts/fetch-flink-jars $$list $(FLINK_JARS) >/dev/null || exit 1; done
+	scripts/fetch-flink-jars internal/webhook/testdata/operator-api.txt $(OPERATOR_API) >/dev/null
+	scripts/build-base-root >/dev/null
+# --- end prefetch

@@ -157,9 +157,9 @@ func (s flinkSet) jar(t *testing.T, name string) string {
 func (s flinkSet) home(t *testing.T) (home string, targets []string) {
 	t.Helper()
 	home = t.TempDir()
-	real := flinkHome(t, s.flink)
+	dist0 := flinkHome(t, s.flink)
 	for _, d := range []string{"bin", "conf"} {
-		require.NoError(t, os.Symlink(filepath.Join(real, d), filepath.Join(home, d)))
+		require.NoError(t, os.Symlink(filepath.Join(dist0, d), filepath.Join(home, d)))
 	}
 	lib := filepath.Join(home, "lib")
 	usrlib := filepath.Join(home, "usrlib")
@@ -304,18 +304,18 @@ func newerClassJob(t *testing.T, javaHome string) string {
 	require.NoError(t, os.MkdirAll(filepath.Dir(src), 0o755))
 	require.NoError(t, os.WriteFile(src, []byte("package example;\npublic class Newer { public static void main(String[] a) { System.out.println(\"newer\"); } }\n"), 0o644))
 	classes := filepath.Join(dir, "classes")
-	host := javaFeature(t, filepath.Join(javaHome, "bin", "java"))
+	host := javaFeature(filepath.Join(javaHome, "bin", "java"))
 	var newer string
 	jvms, _ := filepath.Glob("/usr/lib/jvm/*/bin/javac")
 	for _, j := range jvms {
-		if v := javaFeature(t, filepath.Join(filepath.Dir(j), "java")); v > host {
+		if v := javaFeature(filepath.Join(filepath.Dir(j), "java")); v > host {
 			newer = j
 			break
 		}
 	}
 	class := filepath.Join(classes, "example", "Newer.class")
 	if newer != "" {
-		v := javaFeature(t, filepath.Join(filepath.Dir(newer), "java"))
+		v := javaFeature(filepath.Join(filepath.Dir(newer), "java"))
 		out, err := exec.Command(newer, "--release", strconv.Itoa(v), "-d", classes, src).CombinedOutput()
 		require.NoError(t, err, "%s: %s", newer, out)
 		t.Logf("newer class: compiled by %s --release %d", newer, v)
@@ -339,7 +339,7 @@ func newerClassJob(t *testing.T, javaHome string) string {
 
 var javaVersion = regexp.MustCompile(`version "(\d+)`)
 
-func javaFeature(t *testing.T, java string) int {
+func javaFeature(java string) int {
 	out, err := exec.Command(java, "-version").CombinedOutput()
 	if err != nil {
 		return 0
