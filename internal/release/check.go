@@ -256,23 +256,7 @@ func checkImage(dir string, m *Manifest, say func(string, ...any)) error {
 	if err != nil {
 		return err
 	}
-	referrers := map[string]string{} // subject -> referrer
-	var found bool
-	for _, d := range tm.Manifests {
-		if d.ArtifactType == SBOMArtifactType {
-			if s, err := sbomSubject(p, d); err != nil {
-				say("SBOM referrer %s: %v", d.Digest, err)
-			} else {
-				referrers[s] = d.Digest.String()
-			}
-		}
-		if d.Annotations[refName] == m.Version && d.Digest.String() == m.Image.Index {
-			found = true
-		}
-	}
-	if !found {
-		say("%s: no image index %s named %s", m.Image.Layout, m.Image.Index, m.Version)
-	}
+	referrers := topLevel(p, tm, m, say)
 	h, err := v1.NewHash(m.Image.Index)
 	if err != nil {
 		return err
@@ -322,6 +306,29 @@ func checkImage(dir string, m *Manifest, say func(string, ...any)) error {
 		}
 	}
 	return nil
+}
+
+// topLevel reads the layout's index.json: the release's image index named
+// by its version, and the SBOM referrers (subject -> referrer).
+func topLevel(p layout.Path, tm *v1.IndexManifest, m *Manifest, say func(string, ...any)) map[string]string {
+	referrers := map[string]string{}
+	var found bool
+	for _, d := range tm.Manifests {
+		if d.ArtifactType == SBOMArtifactType {
+			if s, err := sbomSubject(p, d); err != nil {
+				say("SBOM referrer %s: %v", d.Digest, err)
+			} else {
+				referrers[s] = d.Digest.String()
+			}
+		}
+		if d.Annotations[refName] == m.Version && d.Digest.String() == m.Image.Index {
+			found = true
+		}
+	}
+	if !found {
+		say("%s: no image index %s named %s", m.Image.Layout, m.Image.Index, m.Version)
+	}
+	return referrers
 }
 
 // checkBlobs: every blob of the layout is the bytes its name says.
