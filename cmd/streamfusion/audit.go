@@ -14,9 +14,9 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/audit"
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
-	"github.com/streamfusion/image-entrypoint/internal/webhook"
 )
 
 type auditOptions struct {
@@ -90,7 +90,7 @@ UNVERIFIED rows) and nothing judged would be refused; 64 usage error.`,
 	f.StringVar(&o.JUnit, "junit", "", "also write the report as JUnit XML to FILE (all or nothing)")
 	f.StringVar(&o.PullSecrets, "pull-secrets", "", "directory of mounted image pull secrets (NAME/.dockerconfigjson)")
 	f.StringVar(&o.Platform, "platform", "linux/amd64", "platform of a multi-platform image when the pod's node selector pins none")
-	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "the longest one resource is judged (its images read, its session job's JAR fetched and checked)")
+	f.DurationVar(&o.Timeout, "timeout", audit.DefaultTimeout, "the longest one resource is judged (its images read, its session job's JAR fetched and checked)")
 	f.IntVar(&o.Concurrency, "concurrency", 4, "resources judged at once (bounds the registry reads under way)")
 	o.bind(f)
 	return c
@@ -189,11 +189,7 @@ func (o *auditOptions) run(c *cobra.Command) error {
 	views := image.NewViews(image.DefaultViews, 1<<30)
 	defer views.Close()
 	opts.Deep = verdict.ViewsDeep(views)
-	judge := &webhook.Config{Cache: verdict.New(opts), Secrets: verdict.Secrets{Dir: o.PullSecrets},
-		Timeout: o.Timeout, FailurePolicy: webhook.Fail, Jobs: jobs}
-	if err := judge.Validate(); err != nil {
-		return usagef("%v", err)
-	}
+	jg := &judge.Judge{Cache: verdict.New(opts), Secrets: verdict.Secrets{Dir: o.PullSecrets}, Jobs: jobs}
 
 	start := time.Now()
 	stderr := c.ErrOrStderr()
@@ -203,10 +199,10 @@ func (o *auditOptions) run(c *cobra.Command) error {
 	}
 	snap := audit.Read(c.Context(), client, o.Namespaces)
 	items, unread := audit.Plan(snap)
-	a := &audit.Auditor{Judge: judge, WhatIf: w, Concurrency: o.Concurrency}
+	a := &audit.Auditor{Judge: jg, Timeout: o.Timeout, WhatIf: w, Concurrency: o.Concurrency}
 	if tty {
 		a.Progress = func(done, total int) {
-			st := &judge.Cache.Stats
+			st := &jg.Cache.Stats
 			fmt.Fprintf(stderr, "\r\033[Kaudit: %d/%d resources judged, %d image(s) verified", done, total, st.Verified.Load()-st.Deep.Load())
 			if done == total {
 				fmt.Fprintln(stderr)
@@ -215,10 +211,10 @@ func (o *auditOptions) run(c *cobra.Command) error {
 	}
 	rows := a.Run(c.Context(), items)
 	rep := audit.NewReport(o.Namespaces, w, snap, unread, rows, time.Since(start))
-	st := &judge.Cache.Stats
+	st := &jg.Cache.Stats
 	rep.Summary.JobJARsChecked = st.Deep.Load()
 	rep.Summary.ImagesVerified = st.Verified.Load() - rep.Summary.JobJARsChecked
-	rep.Summary.VerdictHits = judge.Cache.Stats.Hits.Load()
+	rep.Summary.VerdictHits = jg.Cache.Stats.Hits.Load()
 	if err := c.Context().Err(); err != nil {
 		rep.Unread = append(rep.Unread, audit.Unread{What: "the audit", Error: "interrupted: " + err.Error()})
 	}

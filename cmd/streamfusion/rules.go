@@ -9,13 +9,13 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/install"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 	"github.com/streamfusion/image-entrypoint/internal/report"
-	"github.com/streamfusion/image-entrypoint/internal/webhook"
 )
 
 // hostRules are the rules the host CLI adds to the entrypoint's.
 func hostRules() []admission.Rule {
-	return slices.Concat(image.GuardRules, install.Rules, deploy.Rules, webhook.Rules)
+	return slices.Concat(image.GuardRules, install.Rules, deploy.Rules, judge.Rules)
 }
 
 // catalogue is every rule the product emits, the entrypoint's first: what

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
@@ -272,7 +273,7 @@ func (o *webhookOptions) keptViews() (*image.Views, error) {
 // apiClusters starts the FlinkDeployments' informer with the kubeconfig or
 // the pod's ServiceAccount. The server starts serving at once; /readyz
 // says when the first list is in.
-func (o *webhookOptions) apiClusters(c *cobra.Command) (*webhook.APIClusters, error) {
+func (o *webhookOptions) apiClusters(c *cobra.Command) (*judge.APIClusters, error) {
 	var cfg *rest.Config
 	var err error
 	if o.Kubeconfig != "" {
@@ -288,5 +289,5 @@ func (o *webhookOptions) apiClusters(c *cobra.Command) (*webhook.APIClusters, er
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
-	return webhook.NewAPIClusters(c.Context(), client)
+	return judge.NewAPIClusters(c.Context(), client)
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
-	"github.com/streamfusion/image-entrypoint/internal/webhook"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 )
 
 // Verdicts of a row's state.
@@ -21,10 +21,13 @@ const (
 
 // Auditor judges the rows.
 type Auditor struct {
-	// Judge is the webhook's judging: its Cache (verdicts by digest, the
+	// Judge judges as the webhook does: its Cache (verdicts by digest, the
 	// layer-facts cache below), Secrets and Jobs (session jobs' JARs).
-	Judge  *webhook.Config
-	WhatIf WhatIf
+	Judge *judge.Judge
+	// Timeout bounds each object's judgement, as the webhook's --timeout
+	// bounds a review (default DefaultTimeout).
+	Timeout time.Duration
+	WhatIf  WhatIf
 	// Concurrency bounds the rows judged at once, and so the registry
 	// reads under way (default 4).
 	Concurrency int
@@ -56,9 +59,9 @@ type Row struct {
 	After   State      `json:"after"`
 	// Fixed are today's findings the what-if removes, New the ones it
 	// brings: the findings that flip.
-	Fixed []webhook.Finding `json:"fixed,omitempty"`
-	New   []webhook.Finding `json:"new,omitempty"`
-	Notes []string          `json:"notes,omitempty"`
+	Fixed []judge.Finding `json:"fixed,omitempty"`
+	New   []judge.Finding `json:"new,omitempty"`
+	Notes []string        `json:"notes,omitempty"`
 }
 
 // ID names the row: Kind namespace/name.
@@ -86,10 +89,12 @@ type ImageRow struct {
 
 // State is a row's verdict at one point: today, or after the what-if.
 type State struct {
-	Verdict  string            `json:"verdict"`
-	Findings []webhook.Finding `json:"findings"`
-	Warnings []string          `json:"warnings,omitempty"`
-	// Message is the webhook's answer where it would deny.
+	Verdict  string          `json:"verdict"`
+	Findings []judge.Finding `json:"findings"`
+	Warnings []string        `json:"warnings,omitempty"`
+	// Message is why, in the webhook's words, where it would deny (a
+	// refusal, or what could not be verified; not clipped as a review's
+	// answer is).
 	Message string `json:"message,omitempty"`
 }
 
@@ -100,7 +105,7 @@ type variant struct {
 	running bool
 	// spec are the images as the spec names them, container by container.
 	spec     []string
-	failures []webhook.Finding // the what-if image could not be built
+	failures []judge.Finding // the what-if image could not be built
 }
 
 // Run judges every row, at most Concurrency at once; rows come back in
@@ -261,24 +266,24 @@ func imageRows(it *Item) []ImageRow {
 }
 
 // judgeAll judges each variant as the webhook would.
-func (a *Auditor) judgeAll(ctx context.Context, it *Item, vs []variant) []webhook.Outcome {
+func (a *Auditor) judgeAll(ctx context.Context, it *Item, vs []variant) []judge.Outcome {
 	if it.Res.Kind == "FlinkSessionJob" && it.Cluster == nil {
-		cctx, cancel := context.WithTimeout(ctx, a.Judge.Timeout)
+		cctx, cancel := context.WithTimeout(ctx, a.timeout())
 		defer cancel()
-		return []webhook.Outcome{a.Judge.JudgeSessionJob(cctx, it.Res, nil)}
+		return []judge.Outcome{a.Judge.SessionJobOn(cctx, it.Res, nil, a.timeout())}
 	}
-	out := make([]webhook.Outcome, len(vs))
+	out := make([]judge.Outcome, len(vs))
 	for i, v := range vs {
-		cctx, cancel := context.WithTimeout(ctx, a.Judge.Timeout)
+		cctx, cancel := context.WithTimeout(ctx, a.timeout())
 		if it.Res.Kind == "FlinkSessionJob" {
-			out[i] = a.Judge.JudgeSessionJob(cctx, it.Res, v.res)
+			out[i] = a.Judge.SessionJobOn(cctx, it.Res, v.res, a.timeout())
 		} else {
-			out[i] = a.Judge.Judge(cctx, v.res)
+			out[i] = a.Judge.Object(cctx, v.res, a.timeout())
 		}
 		cancel()
 		if len(v.failures) > 0 && !out[i].Refused {
 			out[i].Findings = append(out[i].Findings, v.failures...)
-			out[i].Response.Allowed = false
+			out[i].Unverified = true
 		}
 	}
 	return out
@@ -286,20 +291,20 @@ func (a *Auditor) judgeAll(ctx context.Context, it *Item, vs []variant) []webhoo
 
 // state folds the variants' outcomes: refused when one is, unverified
 // when one could not be judged, else admitted.
-func state(outs []webhook.Outcome) State {
-	s := State{Verdict: Admitted, Findings: []webhook.Finding{}}
+func state(outs []judge.Outcome) State {
+	s := State{Verdict: Admitted, Findings: []judge.Finding{}}
 	seen := map[string]bool{}
 	for _, o := range outs {
 		switch {
 		case o.Refused:
 			if s.Verdict != Refused {
-				s.Message = o.Response.Result.Message
+				s.Message = o.Message
 			}
 			s.Verdict = Refused
-		case !o.Allowed() && s.Verdict == Admitted:
+		case o.Unverified && s.Verdict == Admitted:
 			s.Verdict = Unverified
-			if o.Response != nil && o.Response.Result != nil {
-				s.Message = o.Response.Result.Message
+			if o.Message != "" {
+				s.Message = "StreamFusion could not verify this object: " + o.Message
 			}
 		}
 		for _, f := range o.Findings {
@@ -313,7 +318,7 @@ func state(outs []webhook.Outcome) State {
 		}
 	}
 	// Refusals first: they decide; what could not be judged after.
-	var ref, unv []webhook.Finding
+	var ref, unv []judge.Finding
 	for _, f := range s.Findings {
 		if f.Unverified {
 			unv = append(unv, f)
@@ -321,13 +326,13 @@ func state(outs []webhook.Outcome) State {
 			ref = append(ref, f)
 		}
 	}
-	s.Findings = append(append([]webhook.Finding{}, ref...), unv...)
+	s.Findings = append(append([]judge.Finding{}, ref...), unv...)
 	return s
 }
 
 // tagMoved compares, per container, the image its Pods run with the one
 // its spec's reference names now.
-func (a *Auditor) tagMoved(r *Row, it *Item, vs []variant, outs []webhook.Outcome) {
+func (a *Auditor) tagMoved(r *Row, it *Item, vs []variant, outs []judge.Outcome) {
 	var runDigest, specDigest map[int]string
 	for i, v := range vs {
 		m := map[int]string{}
@@ -379,7 +384,7 @@ func (a *Auditor) after(ctx context.Context, v variant) (variant, []string) {
 		if a.WhatIf.changesLib() {
 			li := a.libImage(ctx, ct)
 			if li.err != nil {
-				out.failures = append(out.failures, webhook.Finding{Rule: webhook.RuleUnverified, Subject: fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image),
+				out.failures = append(out.failures, judge.Finding{Rule: judge.RuleUnverified, Subject: fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image),
 					Text: "the what-if's lib change could not be applied: " + li.err.Error(), Unverified: true})
 				continue
 			}
@@ -392,6 +397,17 @@ func (a *Auditor) after(ctx context.Context, v variant) (variant, []string) {
 	return out, notes
 }
 
+// DefaultTimeout bounds one resource's judgement when Auditor.Timeout is
+// not set, as `streamfusion audit --timeout` does.
+const DefaultTimeout = 5 * time.Minute
+
+func (a *Auditor) timeout() time.Duration {
+	if a.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return a.Timeout
+}
+
 // libImage builds (once per image and platform) the image with its lib
 // changed and registers it with the verdict cache.
 func (a *Auditor) libImage(ctx context.Context, ct *deploy.Container) *libImage {
@@ -399,7 +415,7 @@ func (a *Auditor) libImage(ctx context.Context, ct *deploy.Container) *libImage 
 	v, _ := a.libImages.LoadOrStore(key, &libImage{})
 	li := v.(*libImage)
 	li.once.Do(func() {
-		cctx, cancel := context.WithTimeout(ctx, a.Judge.Timeout)
+		cctx, cancel := context.WithTimeout(ctx, a.timeout())
 		defer cancel()
 		cr := a.Judge.Secrets.Credentials(ct.PullSecrets)
 		vd, err := a.Judge.Cache.Verify(cctx, ct.Image, ct.Platform, cr)
@@ -433,8 +449,8 @@ func (a *Auditor) libImage(ctx context.Context, ct *deploy.Container) *libImage 
 // flips are the findings today has and after has not (fixed), and the
 // other way round (new), by rule and text: the same finding on another
 // image is the same finding. What could not be judged does not flip.
-func flips(today, after []webhook.Finding) (fixed, added []webhook.Finding) {
-	keys := func(fs []webhook.Finding) map[string]bool {
+func flips(today, after []judge.Finding) (fixed, added []judge.Finding) {
+	keys := func(fs []judge.Finding) map[string]bool {
 		m := map[string]bool{}
 		for _, f := range fs {
 			m[f.Key()] = true

@@ -17,9 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
-	"github.com/streamfusion/image-entrypoint/internal/webhook"
 )
 
 func fd(ns, name, img string) Object {
@@ -56,11 +56,9 @@ func standalonePod(ns, name, owner, img, imageID string) corev1.Pod {
 	}
 }
 
-func newJudge(t testing.TB) *webhook.Config {
+func newJudge(t testing.TB) *judge.Judge {
 	t.Helper()
-	c := &webhook.Config{Cache: verdict.New(verdict.Options{Deep: verdict.ImageDeep}), Timeout: time.Minute, FailurePolicy: webhook.Fail}
-	require.NoError(t, c.Validate())
-	return c
+	return &judge.Judge{Cache: verdict.New(verdict.Options{Deep: verdict.ImageDeep})}
 }
 
 func byName(t testing.TB, rows []Row, kind, name string) Row {
@@ -74,7 +72,7 @@ func byName(t testing.TB, rows []Row, kind, name string) Row {
 	return Row{}
 }
 
-func rules(fs []webhook.Finding) []string {
+func rules(fs []judge.Finding) []string {
 	var out []string
 	for _, f := range fs {
 		out = append(out, f.Rule)
@@ -108,8 +106,8 @@ func TestAudit(t *testing.T) {
 	items, unread := Plan(snap)
 	require.Empty(t, unread)
 	require.Len(t, items, 7, "3 FlinkDeployments, 3 session jobs, one group of Pods; nginx is not Flink")
-	judge := newJudge(t)
-	a := &Auditor{Judge: judge, Concurrency: 3}
+	jg := newJudge(t)
+	a := &Auditor{Judge: jg, Concurrency: 3}
 	var progress []int
 	a.Progress = func(done, _ int) { progress = append(progress, done) }
 	rows := a.Run(context.Background(), items)
@@ -153,9 +151,9 @@ func TestAudit(t *testing.T) {
 	assert.Contains(t, r.Today.Message, "FlinkSessionJob flink/sj-bad runs on FlinkDeployment flink/bad, which StreamFusion refuses")
 	r = byName(t, rows, "FlinkSessionJob", "sj-missing")
 	assert.Equal(t, Refused, r.Today.Verdict)
-	assert.Equal(t, []string{webhook.RuleSessionTarget}, rules(r.Today.Findings))
+	assert.Equal(t, []string{judge.RuleSessionTarget}, rules(r.Today.Findings))
 
-	assert.Equal(t, int64(2), judge.Cache.Stats.Verified.Load(), "two images, each verified once across the audit")
+	assert.Equal(t, int64(2), jg.Cache.Stats.Verified.Load(), "two images, each verified once across the audit")
 
 	rep := NewReport(nil, WhatIf{}, snap, unread, rows, time.Second)
 	assert.Equal(t, ExitRefused, rep.ExitCode())
@@ -230,10 +228,10 @@ func TestWhatIf(t *testing.T) {
 		assert.Equal(t, Refused, byName(t, rows, "FlinkDeployment", "good").After.Verdict)
 	})
 	t.Run("remove a JAR from lib", func(t *testing.T) {
-		judge := newJudge(t)
+		jg := newJudge(t)
 		w := WhatIf{Remove: []string{"streamfusion-core*.jar", "nothing-*.jar"}}
 		require.NoError(t, w.Validate())
-		rows := (&Auditor{Judge: judge, WhatIf: w}).Run(context.Background(), items)
+		rows := (&Auditor{Judge: jg, WhatIf: w}).Run(context.Background(), items)
 		r := byName(t, rows, "FlinkDeployment", "good")
 		assert.Equal(t, Admitted, r.Today.Verdict)
 		assert.Equal(t, Refused, r.After.Verdict, "%+v", r.After)
@@ -243,7 +241,7 @@ func TestWhatIf(t *testing.T) {
 		assert.Contains(t, r.Notes, "--remove-jar nothing-*.jar: no JAR of "+good+"'s lib matches")
 		// good, plain, and the one what-if image of good (the plain one
 		// has no lib to change: it is refused as it was).
-		assert.LessOrEqual(t, judge.Cache.Stats.Verified.Load(), int64(4))
+		assert.LessOrEqual(t, jg.Cache.Stats.Verified.Load(), int64(4))
 	})
 	t.Run("add a JAR to lib", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "zz-second-loader.jar")

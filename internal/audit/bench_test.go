@@ -12,8 +12,8 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
-	"github.com/streamfusion/image-entrypoint/internal/webhook"
 )
 
 // BenchmarkAuditJudge is the judging part of an audit alone (no API):
@@ -58,11 +58,10 @@ func BenchmarkAuditJudge(b *testing.B) {
 				read.Cache = &layercache.Cache{Dir: b.TempDir()}
 			}
 			for range b.N {
-				judge := &webhook.Config{Cache: verdict.New(verdict.Options{Read: read}), Timeout: time.Minute, FailurePolicy: webhook.Fail}
-				require.NoError(b, judge.Validate())
-				rows := (&Auditor{Judge: judge, Concurrency: 4}).Run(context.Background(), items)
+				jg := &judge.Judge{Cache: verdict.New(verdict.Options{Read: read})}
+				rows := (&Auditor{Judge: jg, Timeout: time.Minute, Concurrency: 4}).Run(context.Background(), items)
 				require.Len(b, rows, images*perImage)
-				require.Equal(b, int64(images), judge.Cache.Stats.Verified.Load())
+				require.Equal(b, int64(images), jg.Cache.Stats.Verified.Load())
 				for _, r := range rows {
 					require.Equal(b, Admitted, r.Today.Verdict)
 				}

@@ -4,7 +4,7 @@
 // Flink clusters the operator does not manage (their roles as their argv
 // says). It reads through the Kubernetes API, read-only (Read: list on
 // flinkdeployments, flinksessionjobs and pods), and judges with the
-// webhook's own code (webhook.Config.Judge and JudgeSessionJob over
+// webhook's own judge (judge.Judge's Object and SessionJobOn over
 // internal/verdict's cache), so an image is verified once per digest
 // across the whole audit.
 //

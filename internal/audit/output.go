@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/streamfusion/image-entrypoint/internal/webhook"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 )
 
 // Exit statuses of an audit.
@@ -92,7 +92,7 @@ func (r *Report) ExitCode() int {
 // first is the finding a row's table line shows: the first that flips
 // to refused, else the first of the verdict that decides (after, then
 // today).
-func (row Row) first() *webhook.Finding {
+func (row Row) first() *judge.Finding {
 	if len(row.New) > 0 {
 		return &row.New[0]
 	}
@@ -264,7 +264,7 @@ func problem(row Row, st State) *junitProblem {
 	var lines []string
 	findings := st.Findings
 	if len(row.New) > 0 {
-		findings = append(append([]webhook.Finding{}, row.New...), findings...)
+		findings = append(append([]judge.Finding{}, row.New...), findings...)
 	}
 	seen := map[string]bool{}
 	for _, f := range findings {

@@ -5,8 +5,11 @@
 //
 // It answers POST /validate with an admission.k8s.io/v1 AdmissionReview,
 // GET /healthz (alive) and GET /readyz (the serving certificate reads, the
-// FlinkDeployments are listed). Verdicts come from internal/verdict: by image digest, so a
-// known image answers without reading a layer. A denial's message carries,
+// FlinkDeployments are listed). The judging is internal/judge's (which the
+// audit shares): this package turns its Outcome into the answer, a
+// refusal into a denial and an object that could not be judged into the
+// failure policy's answer. Verdicts come from internal/verdict: by image
+// digest, so a known image answers without reading a layer. A denial's message carries,
 // for each refused container, the same text the entrypoint writes to the
 // termination message (internal/report.Summary).
 //
@@ -25,7 +28,7 @@
 //
 // A FlinkSessionJob runs on its FlinkDeployment's images, and that cluster
 // may predate the webhook or live in a namespace it exempts: the session
-// job is judged by the cluster, read through the Kubernetes API (Clusters:
+// job is judged by the cluster, read through the Kubernetes API (judge.Clusters:
 // client-go's informer cache, get/list/watch on flinkdeployments), and
 // denied when the cluster is refused or does not exist. The session job's
 // own JAR (an http or https spec.job.jarURI, which the operator fetches and

@@ -189,6 +189,35 @@ type server struct {
 	client *http.Client
 	addr   string       // host:port
 	srv    *http.Server // as NewServer built it, its handler wrapped
+	// read counts the bytes the server read from its connections (TLS
+	// records, as they arrive), so a flood test can pace itself to what
+	// the server took in rather than to what the kernel buffered.
+	read *atomic.Int64
+}
+
+// countingListener counts the bytes its connections read.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Conn: c, n: l.n}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 func startServer(t testing.TB, cfg Config, rt http.RoundTripper) *server {
@@ -215,12 +244,13 @@ func startWrapped(t testing.TB, cfg Config, rt http.RoundTripper, wrap func(http
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	read := new(atomic.Int64)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, srv, ln) }()
+	go func() { done <- Serve(ctx, srv, countingListener{Listener: ln, n: read}) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return &server{url: "https://" + ln.Addr().String(), pki: p, certs: certs, cache: cfg.Cache, client: p.client(),
-		addr: ln.Addr().String(), srv: srv}
+		addr: ln.Addr().String(), srv: srv, read: read}
 }
 
 // reviewOf builds an AdmissionReview v1 for obj.

@@ -843,10 +843,20 @@ func TestHTTP2ContinuationFlood(t *testing.T) {
 	}))
 	var end *h2event
 	var werr error
-	for frames := 0; c.sent.Load() < limit && end == nil && werr == nil; frames++ {
+	for c.sent.Load() < limit && end == nil && werr == nil {
 		werr = c.write(func() error { return c.fr.WriteContinuation(1, false, frag) })
-		if frames%4 == 3 {
-			time.Sleep(time.Millisecond) // a pace the server keeps up with: what was sent is what it read
+		// Lockstep: the next frame goes once the server has read this one
+		// (its TLS records are at least what was sent), so what was sent
+		// when the connection ended is what the server had read, however
+		// loaded the machine; a server that stops reading ends the wait.
+		for wait := time.Now(); s.read.Load() < c.sent.Load() && time.Since(wait) < 2*time.Second && end == nil; {
+			select {
+			case ev, ok := <-c.events:
+				if ok && (ev.goAway || ev.closed) {
+					end = &ev
+				}
+			case <-time.After(200 * time.Microsecond):
+			}
 		}
 		select {
 		case ev, ok := <-c.events:

@@ -21,6 +21,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
+	"github.com/streamfusion/image-entrypoint/internal/judge/judgetest"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
@@ -74,7 +75,7 @@ func sessionJobWith(cluster, jarURI string, conf map[string]any) map[string]any 
 func TestSessionJobJARs(t *testing.T) {
 	imgs := shared(t)
 	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good})
-	clusters := mapClusters{objs: map[string]any{"flink/good": flinkDeployment(host+"/flink:good", "v2_2", "")}}
+	clusters := judgetest.Clusters{Objects: map[string]any{"flink/good": flinkDeployment(host+"/flink:good", "v2_2", "")}}
 	jars := newJARServer(t, map[string][]byte{
 		"good.jar":   goodJobJAR(),
 		"broken.jar": mismatchedJobJAR(),

@@ -24,41 +24,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/streamfusion/image-entrypoint/internal/audit"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 )
 
-// auditReport is the part of `streamfusion audit --json` the suite reads
-// (internal/audit imports this package, so its types cannot be used here).
-type auditReport struct {
-	Resources []auditRow `json:"resources"`
-	Unread    []struct {
-		What, Error string
-	} `json:"unread"`
-	Summary struct {
-		Resources, RefusedToday, RefusedAfter, Flipped int
-		ImagesVerified, JobJARsChecked                 int64
-	} `json:"summary"`
-}
+// auditReport is `streamfusion audit --json` as the audit writes it.
+type auditReport struct{ audit.Report }
 
-type auditRow struct {
-	Namespace, Kind, Name, Cluster string
-	Pods                           int
-	Images                         []struct {
-		Image    string
-		Running  []string
-		Digest   string
-		TagMoved bool
-		After    string
-	}
-	Today, After struct {
-		Verdict  string
-		Findings []Finding
-		Message  string
-	}
-	Fixed, New []Finding
-	Notes      []string
-}
-
-func (r auditReport) row(t testing.TB, ns, kind, name string) auditRow {
+func (r auditReport) row(t testing.TB, ns, kind, name string) audit.Row {
 	t.Helper()
 	for _, row := range r.Resources {
 		if row.Namespace == ns && row.Kind == kind && row.Name == name {
@@ -66,7 +40,7 @@ func (r auditReport) row(t testing.TB, ns, kind, name string) auditRow {
 		}
 	}
 	require.Failf(t, "no row", "%s %s/%s in %+v", kind, ns, name, r.Resources)
-	return auditRow{}
+	return audit.Row{}
 }
 
 // runningPod is a Pod with the status a kubelet would have written: the
@@ -355,7 +329,7 @@ func BenchmarkRealAudit(b *testing.B) {
 	for n := range images * perImage {
 		img, imageID, _ := strings.Cut(refs[n%images], "|")
 		ns, fdName := namespaces[n%len(namespaces)], fmt.Sprintf("fd-%03d", n)
-		_, err := k.dyn.Resource(FlinkDeployments).Namespace(ns).Create(ctx, fdObject(b, fdYAML(ns, fdName, img, "v2_2", "")), metav1.CreateOptions{})
+		_, err := k.dyn.Resource(judge.FlinkDeployments).Namespace(ns).Create(ctx, fdObject(b, fdYAML(ns, fdName, img, "v2_2", "")), metav1.CreateOptions{})
 		require.NoError(b, err)
 		for _, c := range []string{"jobmanager", "taskmanager"} {
 			pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",

@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 )
 
 // BenchmarkRealAPIServer measures what the webhook adds to `kubectl apply`
@@ -58,7 +60,7 @@ func BenchmarkRealAPIServer(b *testing.B) {
 	create := func(ns, img string) (time.Duration, error) {
 		obj := fdObject(b, fdYAML(ns, "bench", img, "v2_2", ""))
 		begin := time.Now()
-		_, err := k.dyn.Resource(FlinkDeployments).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := k.dyn.Resource(judge.FlinkDeployments).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return time.Since(begin), err
 	}
 	// The webhook in effect, and the verdict warm.

@@ -25,6 +25,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 )
 
@@ -353,7 +354,7 @@ spec:
 					return
 				default:
 				}
-				_, err := k.dyn.Resource(FlinkDeployments).Namespace("flink").Create(context.Background(), fd.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				_, err := k.dyn.Resource(judge.FlinkDeployments).Namespace("flink").Create(context.Background(), fd.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 				if err != nil {
 					failed.Add(1)
 					lastErr.Store(err.Error())

@@ -18,6 +18,8 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
+	"github.com/streamfusion/image-entrypoint/internal/judge/judgetest"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
@@ -103,7 +105,7 @@ func (r realSetup) configWith(t testing.TB, deep func(context.Context, image.Ver
 	require.NoError(t, err)
 	opts := verdict.Options{Deep: deep, Remote: []remote.Option{remote.WithTransport(http.DefaultTransport)}}
 	opts.Read.TempDir = tmp
-	return Config{Clusters: mapClusters{objs: map[string]any{"flink/real": r.cluster}}, Jobs: f, Timeout: 28 * time.Second,
+	return Config{Clusters: judgetest.Clusters{Objects: map[string]any{"flink/real": r.cluster}}, Jobs: f, Timeout: 28 * time.Second,
 		Cache: verdict.New(opts)}
 }
 
@@ -132,7 +134,7 @@ func TestRealJobJARs(t *testing.T) {
 		t.Run(jar+" is admitted", func(t *testing.T) {
 			resp := review(jar)
 			require.True(t, resp.Allowed, "%+v", resp.Result)
-			assert.LessOrEqual(t, len(resp.Warnings), maxJARWarnings+1)
+			assert.LessOrEqual(t, len(resp.Warnings), judge.MaxJARWarnings+1)
 		})
 	}
 }

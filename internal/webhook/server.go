@@ -11,20 +11,16 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/rs/zerolog"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
+	"github.com/streamfusion/image-entrypoint/internal/judge"
 	"github.com/streamfusion/image-entrypoint/internal/report"
-	"github.com/streamfusion/image-entrypoint/internal/spool"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
 
@@ -40,7 +36,7 @@ const (
 	DefaultTimeout = 8 * time.Second
 	// DefaultReviewReads is how many images of one review are verified
 	// at once.
-	DefaultReviewReads = 8
+	DefaultReviewReads = judge.DefaultReads
 	// maxBody bounds a review: the API server caps an object at 3 MiB and a
 	// review of an UPDATE carries two.
 	maxBody = 7 << 20
@@ -78,7 +74,7 @@ type Config struct {
 	ReadHeaderTimeout, ReadTimeout time.Duration
 	// Clusters finds a FlinkSessionJob's FlinkDeployment; nil: session
 	// jobs are admitted with a warning.
-	Clusters Clusters
+	Clusters judge.Clusters
 	// Jobs fetches a session job's JAR (an http or https jarURI) for the
 	// deep check against its cluster's images (Cache.VerifyJob); nil: the
 	// JAR is not judged, and a warning says so.
@@ -93,6 +89,10 @@ type Config struct {
 	// certificate, the clusters' cache), each nil when ready.
 	Ready []func() error
 	Log   zerolog.Logger
+
+	// judge judges the reviews' objects: Cache, Secrets, Clusters, Jobs
+	// and ReviewReads, as Validate found them.
+	judge judge.Judge
 }
 
 // Validate checks the configuration and fills defaults.
@@ -119,6 +119,7 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("failure policy %q: want %s or %s", c.FailurePolicy, Fail, Ignore)
 	}
+	c.judge = judge.Judge{Cache: c.Cache, Secrets: c.Secrets, Clusters: c.Clusters, Jobs: c.Jobs, Reads: c.ReviewReads}
 	return nil
 }
 
@@ -336,187 +337,33 @@ func (c *Config) review(ctx context.Context, req *admissionv1.AdmissionRequest, 
 		res.Namespace = req.Namespace
 	}
 	if res.Kind == "FlinkSessionJob" {
-		return c.sessionJob(ctx, res, limit)
+		return c.answer(c.judge.SessionJob(ctx, res, limit))
 	}
-	return c.objectOutcome(ctx, res, limit).Response
+	return c.answer(c.judge.Object(ctx, res, limit))
 }
 
-// judgement is what the images of one object say: refusals (the rules or
-// the set checks), failures (an image not verified in time, or unreadable)
-// and warnings.
-type judgement struct {
-	refusals, failures, warnings []string
-	// admitted are the containers whose images were admitted.
-	admitted []deploy.Container
-	// findings are the refusals and failures, one reason each; images
-	// each container's verdict.
-	findings []Finding
-	images   []ImageVerdict
-}
-
-// judge verifies each distinct image of res and checks the set. At most
-// Config.ReviewReads images are verified at once (the JobManager and
-// TaskManagers usually share one; a Pod may list thousands); references
-// naming one digest are one image. Images not started by the deadline
-// are not verified.
-//
-// It is long because it is the images verified at once, then one case per
-// verdict (pending, past the deadline, unreadable, refused, admitted),
-// each with its message and finding.
-func (c *Config) judge(ctx context.Context, res *deploy.Resource, limit time.Duration) judgement {
-	type result struct {
-		v   *verdict.Verdict
-		err error
-	}
-	byImage := map[string]*result{}
-	slots := make(chan struct{}, c.ReviewReads)
-	var wg sync.WaitGroup
-	for _, ct := range res.Containers {
-		k := imageKey(ct)
-		if byImage[k] != nil {
-			continue
-		}
-		r := &result{}
-		byImage[k] = r
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			r.err = &verdict.PendingError{Ref: ct.Image, Err: context.Cause(ctx), Doing: "not started: the review's other images took its time"}
-			continue
-		}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			r.v, r.err = c.Cache.Verify(ctx, ct.Image, ct.Platform, c.Secrets.Credentials(ct.PullSecrets))
-		})
-	}
-	wg.Wait()
-
-	var j judgement
-	var members []deploy.Member
-	for _, ct := range res.Containers {
-		r := byImage[imageKey(ct)]
-		v, err := r.v, r.err
-		who := fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image)
-		iv := ImageVerdict{Container: ct}
-		if v != nil {
-			iv.Digest, iv.Admitted = v.Digest, v.Admitted
-		}
-		if err != nil {
-			iv.Error = err.Error()
-		}
-		j.images = append(j.images, iv)
-		var pending *verdict.PendingError
+// answer is the review's answer to an outcome: a refusal denies, an
+// object that could not be judged is answered by the failure policy, with
+// the outcome's warnings either way. Each image that could not be judged
+// is counted by cause.
+func (c *Config) answer(o judge.Outcome) *admissionv1.AdmissionResponse {
+	for _, iv := range o.Images {
 		switch {
-		case errors.As(err, &pending) && pending.Doing != "":
-			c.Metrics.imageFailure(causeOf(err))
-			msg := fmt.Sprintf("not verified within %s: %s", limit, pending.Doing)
-			j.failures = append(j.failures, who+": "+msg)
-			j.findings = append(j.findings, Finding{Rule: RuleUnverified, Subject: who, Text: msg, Unverified: true})
-		case err != nil && !errors.Is(err, spool.ErrBudget) && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil):
+		case iv.Late:
 			c.Metrics.imageFailure(causeDeadline)
-			msg := fmt.Sprintf("not verified within %s (the verification goes on; a retry is answered from its result)", limit)
-			j.failures = append(j.failures, who+": "+msg)
-			j.findings = append(j.findings, Finding{Rule: RuleUnverified, Subject: who, Text: msg, Unverified: true})
-		case err != nil:
-			c.Metrics.imageFailure(causeOf(err))
-			j.failures = append(j.failures, fmt.Sprintf("%s: %v", who, err))
-			j.findings = append(j.findings, Finding{Rule: RuleUnverified, Subject: who, Text: err.Error(), Unverified: true,
-				Fix: "make the image readable with the credentials given (the pod's imagePullSecrets, DOCKER_CONFIG)"})
-		case !v.Admitted:
-			j.refusals = append(j.refusals, who+": "+v.Message(string(ct.Role)))
-			j.findings = append(j.findings, imageFindings(who, v.Problem, v.Decision)...)
-		default:
-			members = append(members, deploy.Member{Resource: res, Container: ct, Facts: v.Facts})
-			j.admitted = append(j.admitted, ct)
-			if v.Decision != nil {
-				for _, f := range v.Decision.Warnings() {
-					j.warnings = append(j.warnings, fmt.Sprintf("%s: [%s] %s", ct.Image, f.Rule, f.Text()))
-				}
-			}
+		case iv.Err != nil:
+			c.Metrics.imageFailure(causeOf(iv.Err))
 		}
 	}
-	for _, f := range deploy.CheckSet([]*deploy.Resource{res}, members) {
-		if f.Severity == admission.Error {
-			j.refusals = append(j.refusals, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
-			j.findings = append(j.findings, Finding{Rule: f.Rule, Subject: "cluster " + f.Cluster, Text: f.Message, Fix: f.Fix})
-		} else {
-			j.warnings = append(j.warnings, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
-		}
-	}
-	return j
-}
-
-// imageKey names one image of a review: a digest reference by its digest
-// (the repository does not change the image), else the reference, with
-// the platform and the pull secrets.
-func imageKey(ct deploy.Container) string {
-	ref := ct.Image
-	if d, err := name.NewDigest(ct.Image); err == nil {
-		ref = d.DigestStr()
-	}
-	return ref + "|" + ct.Platform + "|" + strings.Join(ct.PullSecrets, ",")
-}
-
-// sessionJob judges a FlinkSessionJob by the FlinkDeployment it runs on,
-// read through the API: the cluster may predate the webhook or live in a
-// namespace it exempts, and the job runs on that cluster's images. Without
-// Clusters (no API access configured) it is admitted with a warning.
-func (c *Config) sessionJob(ctx context.Context, res *deploy.Resource, limit time.Duration) *admissionv1.AdmissionResponse {
-	cluster := res.Namespace + "/" + res.Target
-	if c.Clusters == nil {
-		return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{fmt.Sprintf(
-			"%s runs on FlinkDeployment %s: not looked up (the webhook has no API access); its images are checked when that FlinkDeployment is applied", res.ID(), cluster)}}
-	}
-	if res.Target == "" {
-		return c.sessionOutcome(ctx, res, nil, limit).Response
-	}
-	raw, err := c.Clusters.Get(ctx, res.Namespace, res.Target)
-	if errors.Is(err, ErrNoCluster) {
-		return c.sessionOutcome(ctx, res, nil, limit).Response
-	}
-	if err != nil {
-		return c.failure(fmt.Sprintf("%s: its FlinkDeployment %s could not be read: %v", res.ID(), cluster, err))
-	}
-	fd, err := deploy.ParseObject(raw)
-	if err != nil {
-		return c.failure(fmt.Sprintf("%s: its FlinkDeployment %s cannot be read: %v", res.ID(), cluster, err))
-	}
-	if fd.Namespace == "" {
-		fd.Namespace = res.Namespace
-	}
-	return c.sessionOutcome(ctx, res, fd, limit).Response
-}
-
-// sessionOutcome judges a session job on its cluster (fd; nil when it
-// does not exist): the cluster's images, then the job's JAR on them.
-func (c *Config) sessionOutcome(ctx context.Context, res, fd *deploy.Resource, limit time.Duration) Outcome {
-	cluster := res.Namespace + "/" + res.Target
-	refuse := func(rule, text, fix string) Outcome {
-		return Outcome{Refused: true, Findings: []Finding{{Rule: rule, Subject: res.ID(), Text: text, Fix: fix}},
-			Response: deny(http.StatusForbidden, metav1.StatusReasonForbidden, res.ID()+": "+text+"; fix: "+fix, nil)}
-	}
-	if res.Target == "" {
-		return refuse(RuleSessionTarget, "spec.deploymentName: found none, required the FlinkDeployment the job runs on", "name it")
-	}
-	if fd == nil {
-		return refuse(RuleSessionTarget, fmt.Sprintf(
-			"spec.deploymentName: found %q, required an existing FlinkDeployment: FlinkDeployment %s does not exist, so the operator cannot run the job either",
-			res.Target, cluster), "apply the FlinkDeployment first, or name one that exists")
-	}
-	v := c.judge(ctx, fd, limit)
-	o := Outcome{Findings: v.findings, Images: v.images, Warnings: v.warnings}
-	on := fmt.Sprintf("%s runs on %s, which StreamFusion refuses", res.ID(), fd.ID())
 	switch {
-	case len(v.refusals) > 0:
-		o.Refused = true
-		o.Response = deny(http.StatusForbidden, metav1.StatusReasonForbidden, on+": "+strings.Join(v.refusals, "\n"), v.warnings)
-		return o
-	case len(v.failures) > 0:
-		o.Response = c.failure(fmt.Sprintf("%s runs on %s: %s", res.ID(), fd.ID(), strings.Join(v.failures, "; ")))
-		o.Response.Warnings = append(o.Response.Warnings, v.warnings...)
-		return o
+	case o.Refused:
+		return deny(http.StatusForbidden, metav1.StatusReasonForbidden, o.Message, o.Warnings)
+	case o.Unverified:
+		r := c.failure(o.Message)
+		r.Warnings = append(r.Warnings, o.Warnings...)
+		return r
 	}
-	return c.jobJAR(ctx, res, fd, v, limit)
+	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: o.Warnings}
 }
 
 // failure answers in the configured failure direction. The audit

@@ -1,10 +1,7 @@
 package webhook
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,27 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
+
+	"github.com/streamfusion/image-entrypoint/internal/judge/judgetest"
 )
-
-// mapClusters is an in-memory Clusters for the unit tests; the k8sreal
-// suite runs APIClusters against a real API server.
-type mapClusters struct {
-	objs map[string]any
-	err  error
-}
-
-func (m mapClusters) Get(_ context.Context, namespace, name string) ([]byte, error) {
-	if m.err != nil {
-		return nil, m.err
-	}
-	obj, ok := m.objs[namespace+"/"+name]
-	if !ok {
-		return nil, fmt.Errorf("FlinkDeployment %s/%s: %w", namespace, name, ErrNoCluster)
-	}
-	return json.Marshal(obj)
-}
-
-func (m mapClusters) Ready() error { return m.err }
 
 func sessionJob(cluster string) map[string]any {
 	return map[string]any{"apiVersion": "flink.apache.org/v1beta1", "kind": "FlinkSessionJob", "metadata": map[string]any{"name": "j", "namespace": "flink"},
@@ -43,7 +22,7 @@ func TestSessionJobsJudgedByTheirCluster(t *testing.T) {
 	imgs := shared(t)
 	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good, "plain": imgs.plain})
 	good, plain := flinkDeployment(host+"/flink:good", "v2_2", ""), flinkDeployment(host+"/flink:plain", "v2_2", "")
-	clusters := mapClusters{objs: map[string]any{"flink/good": good, "flink/plain": plain}}
+	clusters := judgetest.Clusters{Objects: map[string]any{"flink/good": good, "flink/plain": plain}}
 	s := startServer(t, Config{Clusters: clusters}, http.DefaultTransport)
 	for _, tc := range []struct {
 		name, cluster string
@@ -67,7 +46,7 @@ func TestSessionJobsJudgedByTheirCluster(t *testing.T) {
 
 	t.Run("the API cannot be read", func(t *testing.T) {
 		for _, policy := range []string{Fail, Ignore} {
-			s := startServer(t, Config{FailurePolicy: policy, Clusters: mapClusters{err: errors.New("connection refused")}}, http.DefaultTransport)
+			s := startServer(t, Config{FailurePolicy: policy, Clusters: judgetest.Clusters{Err: errors.New("connection refused")}}, http.DefaultTransport)
 			out := s.post(t, reviewOf(t, "FlinkSessionJob", admissionv1.Create, sessionJob("good")))
 			assert.Equal(t, policy == Ignore, out.Response.Allowed)
 			text := strings.Join(out.Response.Warnings, "\n")
@@ -78,7 +57,7 @@ func TestSessionJobsJudgedByTheirCluster(t *testing.T) {
 		}
 	})
 	t.Run("readyz names the clusters' cache", func(t *testing.T) {
-		s := startServer(t, Config{Clusters: mapClusters{err: errors.New("the FlinkDeployments are not listed yet")}}, http.DefaultTransport)
+		s := startServer(t, Config{Clusters: judgetest.Clusters{Err: errors.New("the FlinkDeployments are not listed yet")}}, http.DefaultTransport)
 		resp, err := s.client.Get(s.url + "/readyz")
 		require.NoError(t, err)
 		defer resp.Body.Close()

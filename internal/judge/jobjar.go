@@ -1,4 +1,4 @@
-package webhook
+package judge
 
 import (
 	"context"
@@ -9,9 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
@@ -28,25 +25,21 @@ import (
 // It is long because it is one case per outcome of the jarURI and its
 // fetch (unparsable, not fetched by us, gone, refused, unverified,
 // admitted), each with its own answer.
-func (c *Config) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster judgement, limit time.Duration) Outcome {
+func (j *Judge) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster judgement, limit time.Duration) Outcome {
 	base := Outcome{Images: cluster.images}
 	allow := func(more ...string) Outcome {
 		o := base
 		o.Warnings = append(cluster.warnings, more...)
-		o.Response = &admissionv1.AdmissionResponse{Allowed: true, Warnings: o.Warnings}
 		return o
 	}
 	refuse := func(f []Finding, msg string, warnings []string) Outcome {
 		o := base
-		o.Refused, o.Findings, o.Warnings = true, f, warnings
-		o.Response = deny(http.StatusForbidden, metav1.StatusReasonForbidden, msg, warnings)
+		o.Refused, o.Message, o.Findings, o.Warnings = true, msg, f, warnings
 		return o
 	}
 	unverified := func(f []Finding, msg string, warnings []string) Outcome {
 		o := base
-		o.Findings, o.Warnings = f, warnings
-		o.Response = c.failure(msg)
-		o.Response.Warnings = append(o.Response.Warnings, warnings...)
+		o.Unverified, o.Message, o.Findings, o.Warnings = true, msg, f, warnings
 		return o
 	}
 	if res.JarURI == "" {
@@ -71,10 +64,10 @@ func (c *Config) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster j
 	default:
 		return allow(fmt.Sprintf("%s: not judged: the operator reads %s:// through a Flink file system plugin in its own pod; StreamFusion fetches http and https only", what, u.Scheme))
 	}
-	if c.Jobs == nil {
+	if j.Jobs == nil {
 		return allow(what + ": not judged (the webhook fetches no job JARs: --job-jars=off)")
 	}
-	if !c.Cache.Deep() {
+	if !j.Cache.Deep() {
 		return allow(what + ": not judged: this webhook has no deep check")
 	}
 	headers, err := jobjar.ParseHeaders(configValue(res.Config, jobjar.HeaderOption))
@@ -83,37 +76,36 @@ func (c *Config) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster j
 		return unverified([]Finding{{Rule: RuleUnverified, Subject: subject, Text: text, Unverified: true}},
 			what+": "+text, cluster.warnings)
 	}
-	j := c.judgeJAR(ctx, u, headers, cluster.admitted, limit)
-	warnings := append(cluster.warnings, j.warnings...)
-	on := fmt.Sprintf("%s (sha256 %s) on %s", what, short(j.sha), fd.ID())
+	jj := j.judgeJAR(ctx, u, headers, cluster.admitted, limit)
+	warnings := append(cluster.warnings, jj.warnings...)
+	on := fmt.Sprintf("%s (sha256 %s) on %s", what, short(jj.sha), fd.ID())
 	switch {
-	case j.gone != "":
-		text := fmt.Sprintf("found %s, required a JAR the operator can fetch", j.gone)
+	case jj.gone != "":
+		text := fmt.Sprintf("found %s, required a JAR the operator can fetch", jj.gone)
 		fix := fmt.Sprintf("publish the JAR at that URI or correct spec.job.jarURI (FlinkDeployment %s)", fd.ID())
 		return refuse([]Finding{{Rule: RuleJobJARGone, Subject: subject, Text: text, Fix: fix}},
 			fmt.Sprintf("%s: %s; fix: %s", what, text, fix), warnings)
-	case len(j.refusals) > 0:
-		for i := range j.findings {
-			j.findings[i].Subject = subject + " on " + j.findings[i].Subject
+	case len(jj.refusals) > 0:
+		for i := range jj.findings {
+			jj.findings[i].Subject = subject + " on " + jj.findings[i].Subject
 		}
-		return refuse(j.findings, on+", which StreamFusion refuses for this job:\n"+strings.Join(j.refusals, "\n"), warnings)
-	case len(j.failures) > 0:
+		return refuse(jj.findings, on+", which StreamFusion refuses for this job:\n"+strings.Join(jj.refusals, "\n"), warnings)
+	case len(jj.failures) > 0:
 		var f []Finding
-		for _, msg := range j.failures {
+		for _, msg := range jj.failures {
 			f = append(f, Finding{Rule: RuleUnverified, Subject: subject, Text: msg, Unverified: true})
 		}
-		return unverified(f, fmt.Sprintf("%s on %s: %s", what, fd.ID(), strings.Join(j.failures, "; ")), warnings)
+		return unverified(f, fmt.Sprintf("%s on %s: %s", what, fd.ID(), strings.Join(jj.failures, "; ")), warnings)
 	}
 	o := allow()
 	o.Warnings = warnings
-	o.Response.Warnings = warnings
 	return o
 }
 
-// maxJARWarnings bounds the deep check's warnings on a JAR in a review:
+// MaxJARWarnings bounds the deep check's warnings on a JAR in a review:
 // the API server truncates what goes past a few KiB of warnings, and a
 // thin connector's JAR has one warning per class of its absent client.
-const maxJARWarnings = 10
+const MaxJARWarnings = 10
 
 // jarJudgement is what one job JAR's deep check says.
 type jarJudgement struct {
@@ -126,8 +118,8 @@ type jarJudgement struct {
 // judgeJAR fetches the JAR (a conditional GET when it was fetched before)
 // and runs the deep check on each admitted image the job's classes load
 // on (the JobManager's and the TaskManagers', usually one).
-func (c *Config) judgeJAR(ctx context.Context, u *url.URL, headers http.Header, cts []deploy.Container, limit time.Duration) jarJudgement {
-	var j jarJudgement
+func (j *Judge) judgeJAR(ctx context.Context, u *url.URL, headers http.Header, cts []deploy.Container, limit time.Duration) jarJudgement {
+	var out jarJudgement
 	var uses []deploy.Container
 	distinct := map[string]bool{}
 	for _, ct := range cts {
@@ -138,61 +130,61 @@ func (c *Config) judgeJAR(ctx context.Context, u *url.URL, headers http.Header, 
 		}
 	}
 	if len(uses) == 0 {
-		j.warnings = append(j.warnings, fmt.Sprintf("%s: not judged: the cluster names no image", jobjar.Redact(u)))
-		return j
+		out.warnings = append(out.warnings, fmt.Sprintf("%s: not judged: the cluster names no image", jobjar.Redact(u)))
+		return out
 	}
 	seen := map[string]bool{}
 	conditional := true
 	for attempt := 0; attempt < 2; attempt++ {
-		jar, err := c.Jobs.Fetch(ctx, u, headers, conditional)
+		jar, err := j.Jobs.Fetch(ctx, u, headers, conditional)
 		if err != nil {
-			j.fetchFailed(ctx, err, c.Jobs.MaxBytes(), limit)
-			return j
+			out.fetchFailed(ctx, err, j.Jobs.MaxBytes(), limit)
+			return out
 		}
-		j.sha = jar.SHA256
+		out.sha = jar.SHA256
 		release := releaseAfter(len(uses), func() { _ = jar.Close() })
 		needBytes := false
-		j.refusals, j.failures, j.findings = nil, nil, nil
+		out.refusals, out.failures, out.findings = nil, nil, nil
 		for _, ct := range uses {
-			v, err := c.Cache.VerifyJob(ctx, ct.Image, ct.Platform, c.Secrets.Credentials(ct.PullSecrets),
+			v, err := j.Cache.VerifyJob(ctx, ct.Image, ct.Platform, j.Secrets.Credentials(ct.PullSecrets),
 				verdict.JobJAR{Name: jar.Name, Path: jar.Path, SHA256: jar.SHA256, Release: release})
 			who := fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image)
 			switch {
 			case errors.Is(err, verdict.ErrNeedJAR):
 				needBytes = true
 			case errors.Is(err, context.DeadlineExceeded) || err != nil && ctx.Err() != nil:
-				j.failures = append(j.failures, fmt.Sprintf("%s: the JAR not judged within %s (the check goes on; a retry is answered from its result)", who, limit))
+				out.failures = append(out.failures, fmt.Sprintf("%s: the JAR not judged within %s (the check goes on; a retry is answered from its result)", who, limit))
 			case err != nil:
-				j.failures = append(j.failures, fmt.Sprintf("%s: %v", who, err))
+				out.failures = append(out.failures, fmt.Sprintf("%s: %v", who, err))
 			case v.Problem != "":
-				j.refusals = append(j.refusals, who+": "+v.Problem)
-				j.findings = append(j.findings, imageFindings(who, v.Problem, nil)...)
+				out.refusals = append(out.refusals, who+": "+v.Problem)
+				out.findings = append(out.findings, imageFindings(who, v.Problem, nil)...)
 			default:
 				for _, f := range v.Decision.Errors() {
 					if t := f.Text(); !seen[t] {
 						seen[t] = true
-						j.refusals = append(j.refusals, t)
-						j.findings = append(j.findings, imageFindings(who, "", &admission.Decision{Findings: []admission.Finding{f}})...)
+						out.refusals = append(out.refusals, t)
+						out.findings = append(out.findings, imageFindings(who, "", &admission.Decision{Findings: []admission.Finding{f}})...)
 					}
 				}
 				for _, f := range v.Decision.Warnings() {
 					if w := fmt.Sprintf("%s: [%s] %s", ct.Image, f.Rule, f.Text()); !seen[w] && jarFinding(f) {
 						seen[w] = true
-						j.warnings = append(j.warnings, w)
+						out.warnings = append(out.warnings, w)
 					}
 				}
 			}
 		}
 		if !needBytes {
-			if n := len(j.warnings); n > maxJARWarnings {
-				j.warnings = append(j.warnings[:maxJARWarnings], fmt.Sprintf("%s: %d more warnings of the deep check on this JAR, not listed", jobjar.Redact(u), n-maxJARWarnings))
+			if n := len(out.warnings); n > MaxJARWarnings {
+				out.warnings = append(out.warnings[:MaxJARWarnings], fmt.Sprintf("%s: %d more warnings of the deep check on this JAR, not listed", jobjar.Redact(u), n-MaxJARWarnings))
 			}
-			return j
+			return out
 		}
 		conditional = false // the verdict was evicted: fetch the bytes
 	}
-	j.failures = append(j.failures, "the JAR's verdict could not be kept")
-	return j
+	out.failures = append(out.failures, "the JAR's verdict could not be kept")
+	return out
 }
 
 // jarFinding says whether a warning of the deep check is about the job

@@ -1,4 +1,4 @@
-package webhook
+package judge
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 var FlinkDeployments = schema.GroupVersionResource{Group: "flink.apache.org", Version: "v1beta1", Resource: "flinkdeployments"}
 
 // ErrNoCluster is a FlinkDeployment that does not exist.
-var ErrNoCluster = errors.New("webhook: no such FlinkDeployment")
+var ErrNoCluster = errors.New("no such FlinkDeployment")
 
 // Clusters finds the FlinkDeployment a FlinkSessionJob runs on.
 type Clusters interface {

@@ -1,0 +1,144 @@
+package judge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/deploy"
+	"github.com/streamfusion/image-entrypoint/internal/spool"
+	"github.com/streamfusion/image-entrypoint/internal/verdict"
+)
+
+// judgement is what the images of one object say: refusals (the rules or
+// the set checks), failures (an image not verified in time, or unreadable)
+// and warnings.
+type judgement struct {
+	refusals, failures, warnings []string
+	// admitted are the containers whose images were admitted.
+	admitted []deploy.Container
+	// findings are the refusals and failures, one reason each; images
+	// each container's verdict.
+	findings []Finding
+	images   []ImageVerdict
+}
+
+// images verifies each distinct image of res and checks the set. At most
+// Judge.Reads images are verified at once (the JobManager and
+// TaskManagers usually share one; a Pod may list thousands); references
+// naming one digest are one image. Images not started by the deadline
+// are not verified.
+//
+// It is long because it is the images verified at once, then one case per
+// verdict (pending, past the deadline, unreadable, refused, admitted),
+// each with its message and finding.
+func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Duration) judgement {
+	type result struct {
+		v   *verdict.Verdict
+		err error
+	}
+	byImage := map[string]*result{}
+	slots := make(chan struct{}, j.reads())
+	var wg sync.WaitGroup
+	for _, ct := range res.Containers {
+		k := imageKey(ct)
+		if byImage[k] != nil {
+			continue
+		}
+		r := &result{}
+		byImage[k] = r
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			r.err = &verdict.PendingError{Ref: ct.Image, Err: context.Cause(ctx), Doing: "not started: the review's other images took its time"}
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			r.v, r.err = j.Cache.Verify(ctx, ct.Image, ct.Platform, j.Secrets.Credentials(ct.PullSecrets))
+		})
+	}
+	wg.Wait()
+
+	var out judgement
+	var members []deploy.Member
+	for _, ct := range res.Containers {
+		r := byImage[imageKey(ct)]
+		v, err := r.v, r.err
+		who := fmt.Sprintf("%s (%s) image %s", ct.Name, ct.Role, ct.Image)
+		iv := ImageVerdict{Container: ct}
+		if v != nil {
+			iv.Digest, iv.Admitted = v.Digest, v.Admitted
+		}
+		if err != nil {
+			iv.Error, iv.Err = err.Error(), err
+		}
+		var pending *verdict.PendingError
+		switch {
+		case errors.As(err, &pending) && pending.Doing != "":
+			msg := fmt.Sprintf("not verified within %s: %s", limit, pending.Doing)
+			out.failures = append(out.failures, who+": "+msg)
+			out.findings = append(out.findings, Finding{Rule: RuleUnverified, Subject: who, Text: msg, Unverified: true})
+		case err != nil && !errors.Is(err, spool.ErrBudget) && (errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil):
+			iv.Late = true
+			msg := fmt.Sprintf("not verified within %s (the verification goes on; a retry is answered from its result)", limit)
+			out.failures = append(out.failures, who+": "+msg)
+			out.findings = append(out.findings, Finding{Rule: RuleUnverified, Subject: who, Text: msg, Unverified: true})
+		case err != nil:
+			out.failures = append(out.failures, fmt.Sprintf("%s: %v", who, err))
+			out.findings = append(out.findings, Finding{Rule: RuleUnverified, Subject: who, Text: err.Error(), Unverified: true,
+				Fix: "make the image readable with the credentials given (the pod's imagePullSecrets, DOCKER_CONFIG)"})
+		case !v.Admitted:
+			out.refusals = append(out.refusals, who+": "+v.Message(string(ct.Role)))
+			out.findings = append(out.findings, imageFindings(who, v.Problem, v.Decision)...)
+		default:
+			members = append(members, deploy.Member{Resource: res, Container: ct, Facts: v.Facts})
+			out.admitted = append(out.admitted, ct)
+			if v.Decision != nil {
+				for _, f := range v.Decision.Warnings() {
+					out.warnings = append(out.warnings, fmt.Sprintf("%s: [%s] %s", ct.Image, f.Rule, f.Text()))
+				}
+			}
+		}
+		out.images = append(out.images, iv)
+	}
+	for _, f := range deploy.CheckSet([]*deploy.Resource{res}, members) {
+		if f.Severity == admission.Error {
+			out.refusals = append(out.refusals, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
+			out.findings = append(out.findings, Finding{Rule: f.Rule, Subject: "cluster " + f.Cluster, Text: f.Message, Fix: f.Fix})
+		} else {
+			out.warnings = append(out.warnings, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
+		}
+	}
+	return out
+}
+
+// imageKey names one image of a review: a digest reference by its digest
+// (the repository does not change the image), else the reference, with
+// the platform and the pull secrets.
+func imageKey(ct deploy.Container) string {
+	ref := ct.Image
+	if d, err := name.NewDigest(ct.Image); err == nil {
+		ref = d.DigestStr()
+	}
+	return ref + "|" + ct.Platform + "|" + strings.Join(ct.PullSecrets, ",")
+}
+
+// imageFindings are the errors of a refused image, one Finding each.
+func imageFindings(who string, problem string, d *admission.Decision) []Finding {
+	if problem != "" || d == nil {
+		return []Finding{{Rule: RuleImageUnusable, Subject: who, Text: problem,
+			Fix: "rebuild the image with usable StreamFusion settings and layers (streamfusion verify IMAGE says what)"}}
+	}
+	var out []Finding
+	for _, f := range d.Errors() {
+		out = append(out, Finding{Rule: f.Rule, Subject: who, Text: strings.TrimSuffix(f.Text(), "; fix: "+f.Fix), Fix: f.Fix})
+	}
+	return out
+}
