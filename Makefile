@@ -56,8 +56,8 @@ FORCE:
 test:
 	go test -shuffle=on -count=1 ./...
 
-RACE_PKGS := ./cmd/... ./internal/admit/... ./internal/audit/... ./internal/host/... ./internal/image/... \
-	./internal/jobjar/... ./internal/jvm/... ./internal/payload/... ./internal/rootfs/... ./internal/spool/... \
+RACE_PKGS := ./cmd/... ./internal/admit/... ./internal/audit/... ./internal/baked/... ./internal/host/... ./internal/image/... \
+	./internal/jobjar/... ./internal/judge/... ./internal/jvm/... ./internal/payload/... ./internal/rootfs/... ./internal/spool/... \
 	./internal/verdict/... ./internal/webhook/...
 test-race:
 	go test -race -shuffle=on -count=1 $(RACE_PKGS)

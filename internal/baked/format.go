@@ -236,6 +236,16 @@ func Encode(v *Verdict, index [][]Class) ([]byte, error) {
 	if len(index) != len(v.Lib) {
 		return nil, fmt.Errorf("an index of %d JARs for %d lib JARs", len(index), len(v.Lib))
 	}
+	ix, err := encodeIndex(index)
+	if err != nil {
+		return nil, err
+	}
+	return encode(v, ix)
+}
+
+// encode is Encode of an index already encoded and compressed
+// (encodeIndex, or an indexEncoder's compressed).
+func encode(v *Verdict, ix []byte) ([]byte, error) {
 	var h writer
 	h.str(v.Rules)
 	h.uv(uint64(v.JDKMajor))
@@ -254,10 +264,6 @@ func Encode(v *Verdict, index [][]Class) ([]byte, error) {
 	out.uv(uint64(len(h.b)))
 	out.b = append(out.b, h.b...)
 	out.u32(crc32.ChecksumIEEE(h.b))
-	ix, err := compressIndex(encodeIndex(index))
-	if err != nil {
-		return nil, err
-	}
 	out.uv(uint64(len(ix)))
 	out.b = append(out.b, ix...)
 	out.u32(crc32.ChecksumIEEE(ix))
