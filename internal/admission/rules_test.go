@@ -346,9 +346,82 @@ var deepCases = []ruleCase{
 		m := put(good(), libFile("acme-1.jar"), testkit.ClassJAR("", []testkit.Class{factory("com/acme/v1/AcmeFactory")}, map[string][]string{"org.apache.flink.table.factories.Factory": {"com.acme.v1.AcmeFactory"}}))
 		return put(m, libFile("acme-2.jar"), testkit.ClassJAR("", []testkit.Class{factory("org/acme/v2/AcmeFactory")}, map[string][]string{"org.apache.flink.table.factories.Factory": {"org.acme.v2.AcmeFactory"}}))
 	}},
+	{name: "a factory its JAR's service file does not list", rule: "table-factory-unlisted", set: deep, root: func() fstest.MapFS {
+		return put(good(), libFile("acme-uber.jar"), unlistedFactoryJAR(true))
+	}},
 }
 
 func init() { cases = append(cases, deepCases...) }
+
+// unlistedFactoryJAR is an uber JAR whose service file is a bundled
+// format's, in place of its own connector factory's (listed: false) or
+// beside it (listed: true).
+func unlistedFactoryJAR(unlisted bool) []byte {
+	services := []string{"com.acme.json.AcmeJsonFormatFactory"}
+	if !unlisted {
+		services = append(services, "com.acme.AcmeTableFactory")
+	}
+	return testkit.ClassJAR("", []testkit.Class{
+		{Name: "com/acme/AcmeTableFactory", Interfaces: []string{"org/apache/flink/table/factories/DynamicTableSourceFactory"}, Returns: map[string]string{"factoryIdentifier": "acme"}},
+		// A class the fake lib links (a real format factory's interfaces
+		// are Flink's, which this lib does not hold).
+		{Name: "com/acme/json/AcmeJsonFormatFactory"},
+	}, map[string][]string{"org.apache.flink.table.factories.Factory": services})
+}
+
+// TestTableFactoryUnlistedOnlyWhereDiscoveryMissesIt: a factory is
+// reported only when ServiceLoader would not find it and nothing else
+// answers its identifier for its kind.
+func TestTableFactoryUnlistedOnlyWhereDiscoveryMissesIt(t *testing.T) {
+	t.Parallel()
+	abstract := testkit.ClassJAR("", []testkit.Class{
+		{Name: "com/acme/AbstractAcmeFactory", Interface: true, Interfaces: []string{"org/apache/flink/table/factories/DynamicTableSourceFactory"}, Returns: map[string]string{"factoryIdentifier": "acme"}},
+	}, nil)
+	other := testkit.ClassJAR("", []testkit.Class{
+		{Name: "org/acme/AcmeTableFactory", Interfaces: []string{"org/apache/flink/table/factories/DynamicTableSourceFactory"}, Returns: map[string]string{"factoryIdentifier": "acme"}},
+	}, map[string][]string{"org.apache.flink.table.factories.Factory": {"org.acme.AcmeTableFactory"}})
+	computed := testkit.ClassJAR("", []testkit.Class{
+		{Name: "com/acme/AcmeTableFactory", Interfaces: []string{"org/apache/flink/table/factories/DynamicTableSourceFactory"}, Returns: map[string]string{"factoryIdentifier": ""}},
+	}, nil)
+	notAFactory := testkit.ClassJAR("", []testkit.Class{{Name: "com/acme/ThreadFactory", Interfaces: []string{"java/util/concurrent/ThreadFactory"}}}, nil)
+	for _, c := range []struct {
+		name string
+		jars map[string][]byte
+		want bool
+	}{
+		{"its own service file lists it", map[string][]byte{"acme.jar": unlistedFactoryJAR(false)}, false},
+		{"another service file replaced its own", map[string][]byte{"acme.jar": unlistedFactoryJAR(true)}, true},
+		{"an interface", map[string][]byte{"acme.jar": abstract}, false},
+		{"another JAR's listed factory answers its identifier", map[string][]byte{"acme.jar": unlistedFactoryJAR(true), "org-acme.jar": other}, false},
+		{"a computed identifier", map[string][]byte{"acme.jar": computed}, false},
+		{"a class named *Factory that is no table factory", map[string][]byte{"acme.jar": notAFactory}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			m := good()
+			for name, data := range c.jars {
+				m = put(m, libFile(name), data)
+			}
+			s := defaults
+			s.Deep = true
+			d := decide(t, m, s)
+			var got []admission.Finding
+			for _, f := range d.Findings {
+				if f.Rule == "table-factory-unlisted" {
+					got = append(got, f)
+				}
+			}
+			if !c.want {
+				assert.Empty(t, got)
+				return
+			}
+			require.Len(t, got, 1)
+			assert.Contains(t, got[0].Message, "'acme'")
+			assert.Contains(t, got[0].Found, "com.acme.AcmeTableFactory ('acme', org.apache.flink.table.factories.DynamicTableSourceFactory)")
+			assert.True(t, d.Admitted(), "a warning")
+		})
+	}
+}
 
 func TestEveryRuleRefusesAndAdmits(t *testing.T) {
 	t.Parallel()

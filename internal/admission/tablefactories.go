@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -63,6 +64,15 @@ func tableFactoriesReadable(v *view) bool {
 type tableAnalysis struct {
 	missing []tableProvider
 	answers []tableAnswer
+	// unlisted are the factories no service file lists, by JAR.
+	unlisted []unlistedFactories
+}
+
+// unlistedFactories are one JAR's factory classes that no Factory service
+// file on the class path lists.
+type unlistedFactories struct {
+	jar       string
+	factories []tableAnswer
 }
 
 type tableAnswer struct {
@@ -83,7 +93,9 @@ func (v *view) tableFactories() *tableAnalysis {
 	if cp == nil {
 		cp = newClasspath(v.Deep)
 	}
+	listed := map[string]bool{}
 	for _, p := range tableProviders(v, cp) {
+		listed[p.class] = true
 		if p.loader.Find(p.class) == nil {
 			v.tables.missing = append(v.tables.missing, p)
 			continue
@@ -92,7 +104,98 @@ func (v *view) tableFactories() *tableAnalysis {
 			v.tables.answers = append(v.tables.answers, tableAnswer{p: p, id: id, kinds: factoryKinds(cp, p.loader, p.class)})
 		}
 	}
+	v.tables.unlisted = unlistedTableFactories(v, cp, listed)
 	return v.tables
+}
+
+// unlistedTableFactories finds, in each JAR but Flink's own modules, the
+// concrete classes named *Factory that implement a kind FactoryUtil is
+// asked for, answer a constant identifier, and that no Factory service
+// file lists, where no listed factory answers that identifier for that
+// kind: ServiceLoader never finds them. Only classes named *Factory are
+// read (every factory of Flink and of the connectors and formats of the
+// ecosystem corpus is), so a check parses a few classes per JAR, not all.
+func unlistedTableFactories(v *view, cp *jvm.Classpath, listed map[string]bool) []unlistedFactories {
+	var out []unlistedFactories
+	scan := func(jars []*payload.JAR, archives []*payload.Archive, l *jvm.Loader, where string) {
+		for i, a := range archives {
+			if a == nil || i >= len(jars) {
+				continue
+			}
+			if s := v.stockOf[jars[i].Path]; s != nil && s.Kind == StockModule {
+				continue // Flink's own modules list what they mean to serve
+			}
+			var found []tableAnswer
+			for _, name := range slices.Sorted(maps.Keys(a.Classes)) {
+				if !strings.HasSuffix(name, "Factory") || listed[name] || l.Find(name) != a {
+					continue
+				}
+				c, err := cp.Class(a, name)
+				if err != nil || c == nil || c.Access&(classfile.AccInterface|classfile.AccAbstract) != 0 {
+					continue
+				}
+				kinds := factoryKinds(cp, l, name)
+				if len(kinds) == 0 {
+					continue
+				}
+				id := factoryIdentifier(l, name)
+				if id == "" || v.tables.served(id, kinds) {
+					continue
+				}
+				found = append(found, tableAnswer{p: tableProvider{class: name, jar: jars[i].Path, loader: l, where: where}, id: id, kinds: kinds})
+			}
+			if len(found) > 0 {
+				out = append(out, unlistedFactories{jar: jars[i].Path, factories: found})
+			}
+		}
+	}
+	scan(v.Classpath, v.Deep.Lib, cp.Lib, "lib")
+	scan(v.Usrlib, v.Deep.Usrlib, cp.Usrlib, "usrlib")
+	return out
+}
+
+// served says whether a listed factory answers id for one of kinds.
+func (t *tableAnalysis) served(id string, kinds []string) bool {
+	for _, a := range t.answers {
+		if a.id == id && slices.ContainsFunc(a.kinds, func(k string) bool { return slices.Contains(kinds, k) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// tableFactoryUnlisted reports a JAR's factories that no Factory service
+// file lists (an uber JAR whose build kept another JAR's service file in
+// place of its own, or dropped it): Flink's FactoryUtil discovers table
+// factories only through ServiceLoader, so a statement naming one of
+// their identifiers fails with "Could not find any factory for
+// identifier". A warning: a deployment that never names them works.
+func tableFactoryUnlisted(v *view) []Finding {
+	var out []Finding
+	for _, u := range v.tableFactories().unlisted {
+		var ids, classes []string
+		for _, f := range u.factories {
+			if q := "'" + f.id + "'"; !slices.Contains(ids, q) {
+				ids = append(ids, q)
+			}
+			classes = append(classes, fmt.Sprintf("%s ('%s', %s)", javaName(f.p.class), f.id, strings.Join(javaNames(f.kinds), ", ")))
+		}
+		out = append(out, Finding{Severity: Warning, Path: u.jar,
+			Message: fmt.Sprintf("its table factories for %s are listed by no META-INF/services/%s on the class path: Flink's factory discovery never finds them, and a statement naming %s fails with \"Could not find any factory for identifier %s\"",
+				strings.Join(ids, ", "), tableFactoryService, strings.Join(ids, " or "), ids[0]),
+			Found:    strings.Join(classes, "; ") + ", in no service file",
+			Required: "each factory a statement names listed in its JAR's META-INF/services/" + tableFactoryService,
+			Fix:      fmt.Sprintf("use a build of %s whose service file lists its factories (an uber JAR must merge the service files of what it bundles: maven-shade's ServicesResourceTransformer), or the connector's published SQL JAR", path.Base(u.jar))})
+	}
+	return out
+}
+
+func javaNames(internal []string) []string {
+	out := make([]string, len(internal))
+	for i, n := range internal {
+		out[i] = javaName(n)
+	}
+	return out
 }
 
 // tableFactoryBroken reports a Factory service entry naming a class its

@@ -43,6 +43,7 @@ const (
 	AccPrivate   = 0x0002
 	AccStatic    = 0x0008
 	AccInterface = 0x0200
+	AccAbstract  = 0x0400
 	AccModule    = 0x8000
 )
 

@@ -3,6 +3,7 @@
 package realflink
 
 import (
+	"archive/zip"
 	"context"
 	"fmt"
 	"os"
@@ -405,6 +406,10 @@ func TestTableFactoriesAsFactoryUtilFindsThem(t *testing.T) {
 	broken := filepath.Join(dir, "a-broken-uber.jar")
 	out, err := exec.Command("jar", "cf", broken, "-C", filepath.Join(dir, "src"), "META-INF").CombinedOutput()
 	require.NoError(t, err, "jar: %s", out)
+	// The real CDC connector as an uber JAR built without merging service
+	// files leaves it: its Factory service file gone, its classes kept.
+	unlisted := filepath.Join(dir, "flink-sql-connector-mysql-cdc-3.1.1-unlisted.jar")
+	withoutEntry(t, jarPath(t, "flink-sql-connector-mysql-cdc", "3.1.1"), unlisted, "META-INF/services/org.apache.flink.table.factories.Factory")
 	for _, version := range []string{"1.18.1", "2.2.0"} {
 		for _, c := range []struct {
 			name  string
@@ -414,6 +419,7 @@ func TestTableFactoriesAsFactoryUtilFindsThem(t *testing.T) {
 			{"one CDC connector", []string{"flink-sql-connector-mysql-cdc-3.1.1"}, ""},
 			{"two releases of the CDC connector", []string{"flink-sql-connector-mysql-cdc-3.0.1", "flink-sql-connector-mysql-cdc-3.1.1"}, "table-factory-duplicate"},
 			{"a service file naming a class that is not there", []string{"broken"}, "table-factory-broken"},
+			{"the CDC connector without its service file", []string{"unlisted"}, "table-factory-unlisted"},
 		} {
 			t.Run(version+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
@@ -426,7 +432,9 @@ func TestTableFactoriesAsFactoryUtilFindsThem(t *testing.T) {
 				}
 				for _, e := range c.extra {
 					src, name := broken, filepath.Base(broken)
-					if e != "broken" {
+					if e == "unlisted" {
+						src, name = unlisted, filepath.Base(unlisted)
+					} else if e != "broken" {
 						i := strings.LastIndexByte(e, '-')
 						src, name = jarPath(t, e[:i], e[i+1:]), e+".jar"
 					}
@@ -467,8 +475,41 @@ func TestTableFactoriesAsFactoryUtilFindsThem(t *testing.T) {
 				case "table-factory-broken":
 					assert.Contains(t, flink, "Unexpected error when trying to load service provider")
 					assert.Equal(t, []string{c.rule}, ours)
+				case "table-factory-unlisted":
+					assert.Contains(t, flink, "Could not find any factory for identifier 'mysql-cdc'")
+					assert.Equal(t, []string{c.rule}, ours)
 				}
 			})
 		}
 	}
+}
+
+// withoutEntry copies the JAR src to dst without the entry name, every
+// other entry's bytes as they are (a directory's header only).
+func withoutEntry(t testing.TB, src, dst, name string) {
+	t.Helper()
+	r, err := zip.OpenReader(src)
+	require.NoError(t, err)
+	defer r.Close()
+	f, err := os.Create(dst)
+	require.NoError(t, err)
+	w := zip.NewWriter(f)
+	dropped := false
+	for _, e := range r.File {
+		if e.Name == name {
+			dropped = true
+			continue
+		}
+		if strings.HasSuffix(e.Name, "/") { // a directory: its header only (some writers deflate its nothing)
+			h := e.FileHeader
+			h.Method, h.CompressedSize64, h.UncompressedSize64, h.CRC32 = zip.Store, 0, 0, 0
+			_, err := w.CreateHeader(&h)
+			require.NoError(t, err)
+			continue
+		}
+		require.NoError(t, w.Copy(e))
+	}
+	require.True(t, dropped, "%s has no %s", src, name)
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
 }
