@@ -48,6 +48,16 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	testDir = dir
+	// The go commands below and in the tests keep the machine's build
+	// cache: GOCACHE defaults to one below XDG_CACHE_HOME, which the next
+	// line moves, and an empty build cache rebuilt the CLI and all its
+	// dependencies at every run (minutes; TestVersionSaysTheBuild ran past
+	// the test timeout on a loaded machine).
+	if os.Getenv("GOCACHE") == "" {
+		if out, err := osexec.Command("go", "env", "GOCACHE").Output(); err == nil {
+			os.Setenv("GOCACHE", strings.TrimSpace(string(out)))
+		}
+	}
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache")) // the layer cache of these tests only
 	for _, arch := range []string{"amd64", "arm64"} {
 		out := filepath.Join(dir, "entrypoint-linux-"+arch)
