@@ -695,7 +695,14 @@ func TestArbitraryUIDWithoutHome(t *testing.T) {
 		data, err := os.ReadFile(src)
 		require.NoError(t, err)
 		dst := filepath.Join(im.root, name)
-		require.NoError(t, os.WriteFile(dst, data, 0o755))
+		// No process forks while the file is open for writing: a child of
+		// a parallel test forked then holds the descriptor until it execs,
+		// and running the file meanwhile fails with ETXTBSY ("text file
+		// busy", golang/go#22315; seen once in make test).
+		syscall.ForkLock.RLock()
+		err = os.WriteFile(dst, data, 0o755)
+		syscall.ForkLock.RUnlock()
+		require.NoError(t, err)
 		return dst
 	}
 	self, err := os.Executable()
