@@ -11,6 +11,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,7 +56,14 @@ func copyTestBinary(_ context.Context, _ Options, _, _ string, cmds []string, di
 		return err
 	}
 	for _, c := range cmds {
-		if err := os.WriteFile(filepath.Join(dir, c), data, 0o755); err != nil {
+		// No fork while the file is open for writing: the release runs
+		// these copies, and a child forked meanwhile would hold the
+		// descriptor and make that exec fail with ETXTBSY
+		// (golang/go#22315).
+		syscall.ForkLock.RLock()
+		err := os.WriteFile(filepath.Join(dir, c), data, 0o755)
+		syscall.ForkLock.RUnlock()
+		if err != nil {
 			return err
 		}
 	}
