@@ -2,6 +2,9 @@ package verdict
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,6 +38,8 @@ type Verdict struct {
 	// Problem is an image the rules cannot even be run on (unusable
 	// StreamFusion settings, an unsafe layer): refused, with this reason.
 	Problem string `json:"problem,omitempty"`
+
+	content string // contentKey of the image judged; "" when not known
 }
 
 // Message is the refusal as the entrypoint would write it to the
@@ -102,6 +107,11 @@ type Stats struct {
 	Deep atomic.Int64
 	// Evicted counts the verdicts pushed out by MaxEntries.
 	Evicted atomic.Int64
+	// Content counts the verdicts answered for an image digest never
+	// verified, from a verdict of another digest with the same content
+	// (contentKey): a rebuild that changed only labels or timestamps. They
+	// are counted in Hits too.
+	Content atomic.Int64
 }
 
 // Cache verifies images and keeps verdicts by digest.
@@ -295,7 +305,7 @@ func (c *Cache) prepare(ctx context.Context, ref, platform string, cr Credential
 		r = r.Context().Digest(top)
 	}
 	sfx := jobKey(jar)
-	if v := c.lookup(top, plat, sfx); v != nil {
+	if v := c.kept(top, plat, sfx); v != nil {
 		return c.hit(v, ref), nil, nil
 	}
 	if jar != nil && jar.Path == "" {
@@ -533,7 +543,7 @@ func (c *Cache) local(ctx context.Context, ref string, want v1.Platform, jar *Jo
 	if err != nil {
 		return nil, err
 	}
-	if v := c.lookup(d.String(), want.String(), jobKey(jar)); v != nil {
+	if v := c.kept(d.String(), want.String(), jobKey(jar)); v != nil {
 		return c.hit(v, ref), nil
 	}
 	if jar != nil && jar.Path == "" {
@@ -555,6 +565,14 @@ func (c *Cache) verify(ctx context.Context, ref string, img v1.Image, want v1.Pl
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
 	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
+	}
+	content := contentKey(cfg)
+	if v := c.sameContent(content, jobKey(jar), d.String(), want.String()); v != nil {
+		return v, nil
+	}
 	c.Stats.Verified.Add(1)
 	var res *image.Result
 	if jar != nil {
@@ -569,7 +587,7 @@ func (c *Cache) verify(ctx context.Context, ref string, img v1.Image, want v1.Pl
 	} else {
 		res, err = c.opts.Read.Verify(ctx, img)
 	}
-	v := &Verdict{Ref: ref, Digest: d.String(), Platform: want.String()}
+	v := &Verdict{Ref: ref, Digest: d.String(), Platform: want.String(), content: content}
 	switch {
 	case errors.Is(err, image.ErrConfig), errors.Is(err, image.ErrLayer):
 		v.Problem = err.Error()
@@ -592,14 +610,70 @@ func (c *Cache) lookup(digest, platform, sfx string) *Verdict {
 	return c.entries[digest+"|"+platform+sfx]
 }
 
-// store keeps v under its image digest and under the digest the reference
-// resolved to (an index's, with the platform).
+// kept is the verdict kept for an image by digest (and platform, for an
+// index), or else for another image of the same content: the image's own
+// verdict, kept from an earlier review, names its content.
+func (c *Cache) kept(digest, platform, sfx string) *Verdict {
+	if v := c.lookup(digest, platform, sfx); v != nil || sfx == "" {
+		return v
+	}
+	plain := c.lookup(digest, platform, "")
+	if plain == nil {
+		return nil
+	}
+	return c.sameContent(plain.content, sfx, plain.Digest, plain.Platform)
+}
+
+// sameContent is a copy of the verdict kept for content (and sfx's job
+// JAR), as the verdict of the image digest on platform; nil when none is
+// kept. The copy is kept under digest too.
+func (c *Cache) sameContent(content, sfx, digest, platform string) *Verdict {
+	if content == "" {
+		return nil
+	}
+	c.mu.RLock()
+	v := c.entries[content+sfx]
+	c.mu.RUnlock()
+	if v == nil {
+		return nil
+	}
+	c.Stats.Content.Add(1)
+	cp := *v
+	cp.Digest, cp.Platform = digest, platform
+	c.store(&cp, digest, platform, sfx)
+	return &cp
+}
+
+// contentKey names everything of an image's configuration the rules
+// read, with its layers by diff ID (their uncompressed content): the
+// whole configuration but its provenance (creation time, author, history,
+// labels, the legacy builder's container ID), which no rule reads. Two
+// digests with one content key get one verdict: a rebuild that changed
+// only labels or timestamps is not judged again.
+func contentKey(cfg *v1.ConfigFile) string {
+	judged := *cfg
+	judged.Created, judged.Author, judged.History = v1.Time{}, "", nil
+	judged.Container = ""
+	judged.Config.Labels = nil
+	data, err := json.Marshal(judged)
+	if err != nil {
+		return "" // not known: no verdict is shared
+	}
+	sum := sha256.Sum256(data)
+	return "content:" + hex.EncodeToString(sum[:])
+}
+
+// store keeps v under its image digest, under the digest the reference
+// resolved to (an index's, with the platform) and under its content.
 func (c *Cache) store(v *Verdict, top, platform, sfx string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	keys := []string{v.Digest + sfx}
 	if top != v.Digest {
 		keys = append(keys, top+"|"+platform+sfx)
+	}
+	if v.content != "" {
+		keys = append(keys, v.content+sfx)
 	}
 	for _, k := range keys {
 		if _, ok := c.entries[k]; !ok {

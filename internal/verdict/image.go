@@ -62,7 +62,7 @@ func (c *Cache) syntheticVerdict(ctx context.Context, ref string, img v1.Image, 
 		return nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
 	}
 	sfx := jobKey(jar)
-	if v := c.lookup(d.String(), want.String(), sfx); v != nil {
+	if v := c.kept(d.String(), want.String(), sfx); v != nil {
 		return c.hit(v, ref), nil
 	}
 	if jar != nil && jar.Path == "" {

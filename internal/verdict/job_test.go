@@ -9,6 +9,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -152,4 +153,79 @@ func TestDeepChecksBounded(t *testing.T) {
 	assert.Equal(t, int64(2), most.Load())
 	assert.Equal(t, int64(4), c.Stats.Deep.Load())
 	assert.Equal(t, int64(4), r.n.Load())
+}
+
+// TestSameContentOneVerdict: an image rebuilt with only its provenance
+// changed (labels, creation time, history) is answered from the verdict
+// of the image it was rebuilt from, and so is a session job's JAR judged
+// on that image; a change of anything a rule reads (the environment, the
+// entrypoint) is verified again.
+func TestSameContentOneVerdict(t *testing.T) {
+	host, _ := serve(t, "", "")
+	base := plainFlink(t, "amd64")
+	cf, err := base.ConfigFile()
+	require.NoError(t, err)
+	variant := func(change func(*v1.ConfigFile)) v1.Image {
+		c := cf.DeepCopy()
+		change(c)
+		img, err := mutate.ConfigFile(base, c)
+		require.NoError(t, err)
+		return img
+	}
+	push(t, host+"/flink:a", base)
+	push(t, host+"/flink:relabeled", variant(func(c *v1.ConfigFile) {
+		c.Config.Labels = map[string]string{"org.opencontainers.image.revision": "abc123"}
+		c.Created = v1.Time{Time: time.Unix(1_800_000_000, 0)}
+		c.History = append(c.History, v1.History{CreatedBy: "LABEL revision=abc123", EmptyLayer: true})
+	}))
+	push(t, host+"/flink:strict", variant(func(c *v1.ConfigFile) { c.Config.Env = append(c.Config.Env, "STREAMFUSION_STRICT=1") }))
+	push(t, host+"/flink:cmd", variant(func(c *v1.ConfigFile) { c.Config.Entrypoint = []string{"/bin/sh"} }))
+
+	var calls atomic.Int64
+	deep := func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
+		calls.Add(1)
+		res, err := read.Verify(ctx, img)
+		if err != nil {
+			return nil, err
+		}
+		res.Decision.Findings = append(res.Decision.Findings, admission.Finding{Rule: "stand-in", Severity: admission.Warning, Path: jar.Name, Message: "judged " + jar.SHA256})
+		return res, nil
+	}
+	c := New(Options{Deep: deep})
+	ctx := context.Background()
+	first, err := c.Verify(ctx, host+"/flink:a", "", Credentials{})
+	require.NoError(t, err)
+	var r releases
+	_, err = c.VerifyJob(ctx, host+"/flink:a", "", Credentials{}, r.jar("aa", "/job-a.jar"))
+	require.NoError(t, err)
+	require.Equal(t, int64(2), c.Stats.Verified.Load())
+
+	again, err := c.Verify(ctx, host+"/flink:relabeled", "", Credentials{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), c.Stats.Verified.Load(), "the rebuild is not verified again")
+	assert.Equal(t, int64(1), c.Stats.Content.Load())
+	assert.NotEqual(t, first.Digest, again.Digest, "the rebuild's own digest")
+	assert.Equal(t, host+"/flink:relabeled", again.Ref)
+	assert.Equal(t, first.Message("jobmanager"), again.Message("jobmanager"))
+
+	// The same JAR, known only by digest (a 304), on the rebuild.
+	v, err := c.VerifyJob(ctx, host+"/flink:relabeled", "", Credentials{}, r.jar("aa", ""))
+	require.NoError(t, err, "answered from the JAR's verdict on the image it was rebuilt from")
+	assert.Equal(t, "judged aa", v.Decision.Warnings()[len(v.Decision.Warnings())-1].Message)
+	assert.Equal(t, again.Digest, v.Digest)
+	assert.Equal(t, int64(1), calls.Load())
+	assert.Equal(t, int64(2), c.Stats.Content.Load())
+	// Another JAR on it still needs its bytes.
+	_, err = c.VerifyJob(ctx, host+"/flink:relabeled", "", Credentials{}, r.jar("bb", ""))
+	require.ErrorIs(t, err, ErrNeedJAR)
+
+	for _, tag := range []string{"strict", "cmd"} {
+		before := c.Stats.Verified.Load()
+		_, err := c.Verify(ctx, host+"/flink:"+tag, "", Credentials{})
+		require.NoError(t, err)
+		assert.Equal(t, before+1, c.Stats.Verified.Load(), "%s: what a rule reads changed: verified again", tag)
+		_, err = c.VerifyJob(ctx, host+"/flink:"+tag, "", Credentials{}, r.jar("aa", ""))
+		require.ErrorIs(t, err, ErrNeedJAR, tag)
+	}
+	assert.Equal(t, int64(2), c.Stats.Content.Load())
 }

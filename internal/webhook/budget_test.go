@@ -121,7 +121,8 @@ func (h *holding) Read(p []byte) (int, error) {
 }
 
 // bigJARRegistry pushes, for each label, the good image with the layer on
-// top (and the label in its config, so each is an image of its own) to a
+// top (and the label in its environment, so each is an image of its own:
+// a label alone would be the same content, one verdict) to a
 // loopback registry that serves the layer from its generator.
 func bigJARRegistry(t testing.TB, layer *bigJARLayer, hold func(context.Context, int64) error, labels ...string) map[string]string {
 	t.Helper()
@@ -136,7 +137,7 @@ func bigJARRegistry(t testing.TB, layer *bigJARLayer, hold func(context.Context,
 		cfg, err := img.ConfigFile()
 		require.NoError(t, err)
 		cfg = cfg.DeepCopy()
-		cfg.Config.Labels = map[string]string{"test": label}
+		cfg.Config.Env = append(cfg.Config.Env, "TEST="+label)
 		img, err = mutate.ConfigFile(img, cfg)
 		require.NoError(t, err)
 		ref := host + "/flink:" + label

@@ -1202,7 +1202,7 @@ func TestKilledUnderLoad(t *testing.T) {
 		cfg, err := imgs.good.ConfigFile()
 		require.NoError(t, err)
 		cfg = cfg.DeepCopy()
-		cfg.Config.Labels = map[string]string{"test": fmt.Sprint(i)}
+		cfg.Config.Env = append(cfg.Config.Env, fmt.Sprintf("TEST=%d", i)) // an image of its own (a label alone is the same content)
 		img, err := mutate.ConfigFile(imgs.good, cfg)
 		require.NoError(t, err)
 		tagged[fmt.Sprintf("good-%d", i)] = img

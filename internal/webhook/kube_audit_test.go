@@ -315,7 +315,7 @@ func BenchmarkRealAudit(b *testing.B) {
 	ctx := context.Background()
 	var refs []string
 	for i := range images {
-		img, err := mutate.Config(imgs.good, withLabel(imgs, i))
+		img, err := mutate.Config(imgs.good, withEnv(imgs, i))
 		require.NoError(b, err)
 		d, err := img.Digest()
 		require.NoError(b, err)

@@ -112,6 +112,7 @@ func (m *Metrics) Watch(s Sources) {
 	if c := s.Cache; c != nil {
 		counter("verdict_cache_hits_total", "Images answered from a kept verdict.", func() float64 { return float64(c.Stats.Hits.Load()) })
 		counter("verdict_cache_misses_total", "Images verified (no kept verdict): layers read, or their facts taken from the layer-facts cache.", func() float64 { return float64(c.Stats.Verified.Load()) })
+		counter("verdict_cache_content_hits_total", "Images (or session jobs' JARs on them) answered, for a digest never verified, from the verdict of an image of the same content: a rebuild that changed only labels or timestamps. Counted in the hits too.", func() float64 { return float64(c.Stats.Content.Load()) })
 		counter("verdict_cache_evictions_total", "Verdicts pushed out by --cache-size.", func() float64 { return float64(c.Stats.Evicted.Load()) })
 		counter("registry_resolves_total", "Tags resolved to a digest (one manifest HEAD each).", func() float64 { return float64(c.Stats.Resolved.Load()) })
 		gauge("verdict_cache_entries", "Verdicts kept (an image by its digest, and by index digest and platform).", func() float64 { return float64(c.Len()) })

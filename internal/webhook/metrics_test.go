@@ -118,6 +118,7 @@ func TestMetrics(t *testing.T) {
 		{"streamfusion_webhook_image_failures_total", map[string]string{"cause": "registry"}, 4}, // JM and TM of each review of the missing image
 		{"streamfusion_webhook_registry_errors_total", map[string]string{"cause": "status_404"}, 2},
 		{"streamfusion_webhook_verdict_cache_misses_total", nil, 2},
+		{"streamfusion_webhook_verdict_cache_content_hits_total", nil, 0},
 		{"streamfusion_webhook_spool_budget_bytes", nil, 1 << 30},
 		{"streamfusion_webhook_spool_bytes_in_use", nil, 0},
 		{"streamfusion_webhook_reviews_in_flight", nil, 0},

@@ -4,12 +4,14 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
@@ -222,5 +224,37 @@ func BenchmarkSessionJobReview(b *testing.B) {
 		for b.Loop() {
 			run(b, s)
 		}
+	})
+	// The same JAR on the cluster's image rebuilt with a new label (a new
+	// digest, the same content): each review is of another rebuild, whose
+	// own verdict the cluster's review found by content before.
+	b.Run("rebuilt-image", func(b *testing.B) {
+		cfg := r.config(b)
+		objects := map[string]any{"flink/real": r.cluster}
+		cfg.Clusters = judgetest.Clusters{Objects: objects}
+		s := startServer(b, cfg, http.DefaultTransport)
+		run(b, s)
+		base := realFlinkImage(b)
+		cf, err := base.ConfigFile()
+		require.NoError(b, err)
+		before := cfg.Cache.Stats.Content.Load()
+		b.ResetTimer()
+		b.StopTimer()
+		for i := range b.N {
+			c := cf.DeepCopy()
+			c.Config.Labels = map[string]string{"org.opencontainers.image.revision": fmt.Sprint(i)}
+			img, err := mutate.ConfigFile(base, c)
+			require.NoError(b, err)
+			tag := fmt.Sprintf("%s/flink:rebuilt-%d", r.host, i)
+			ref, err := name.ParseReference(tag)
+			require.NoError(b, err)
+			require.NoError(b, remote.Write(ref, img))
+			objects["flink/real"] = flinkDeployment(tag, "v2_2", "")
+			s.postWithin(b, cluster, "30s")
+			b.StartTimer()
+			run(b, s)
+			b.StopTimer()
+		}
+		require.Equal(b, int64(2*b.N), cfg.Cache.Stats.Content.Load()-before, "each rebuild's image and JAR verdicts found by content")
 	})
 }
