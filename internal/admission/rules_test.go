@@ -354,8 +354,8 @@ var deepCases = []ruleCase{
 func init() { cases = append(cases, deepCases...) }
 
 // unlistedFactoryJAR is an uber JAR whose service file is a bundled
-// format's, in place of its own connector factory's (listed: false) or
-// beside it (listed: true).
+// format's, in place of its own connector factory's (unlisted: true) or
+// beside it (unlisted: false).
 func unlistedFactoryJAR(unlisted bool) []byte {
 	services := []string{"com.acme.json.AcmeJsonFormatFactory"}
 	if !unlisted {
@@ -374,8 +374,11 @@ func unlistedFactoryJAR(unlisted bool) []byte {
 // answers its identifier for its kind.
 func TestTableFactoryUnlistedOnlyWhereDiscoveryMissesIt(t *testing.T) {
 	t.Parallel()
+	iface := testkit.ClassJAR("", []testkit.Class{
+		{Name: "com/acme/AcmeFactory", Interface: true, Interfaces: []string{"org/apache/flink/table/factories/DynamicTableSourceFactory"}, Returns: map[string]string{"factoryIdentifier": "acme"}},
+	}, nil)
 	abstract := testkit.ClassJAR("", []testkit.Class{
-		{Name: "com/acme/AbstractAcmeFactory", Interface: true, Interfaces: []string{"org/apache/flink/table/factories/DynamicTableSourceFactory"}, Returns: map[string]string{"factoryIdentifier": "acme"}},
+		{Name: "com/acme/AbstractAcmeFactory", Abstract: true, Interfaces: []string{"org/apache/flink/table/factories/DynamicTableSourceFactory"}, Returns: map[string]string{"factoryIdentifier": "acme"}},
 	}, nil)
 	other := testkit.ClassJAR("", []testkit.Class{
 		{Name: "org/acme/AcmeTableFactory", Interfaces: []string{"org/apache/flink/table/factories/DynamicTableSourceFactory"}, Returns: map[string]string{"factoryIdentifier": "acme"}},
@@ -391,7 +394,8 @@ func TestTableFactoryUnlistedOnlyWhereDiscoveryMissesIt(t *testing.T) {
 	}{
 		{"its own service file lists it", map[string][]byte{"acme.jar": unlistedFactoryJAR(false)}, false},
 		{"another service file replaced its own", map[string][]byte{"acme.jar": unlistedFactoryJAR(true)}, true},
-		{"an interface", map[string][]byte{"acme.jar": abstract}, false},
+		{"an interface", map[string][]byte{"acme.jar": iface}, false},
+		{"an abstract class", map[string][]byte{"acme.jar": abstract}, false},
 		{"another JAR's listed factory answers its identifier", map[string][]byte{"acme.jar": unlistedFactoryJAR(true), "org-acme.jar": other}, false},
 		{"a computed identifier", map[string][]byte{"acme.jar": computed}, false},
 		{"a class named *Factory that is no table factory", map[string][]byte{"acme.jar": notAFactory}, false},

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"fmt"
-	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -126,8 +125,15 @@ func unlistedTableFactories(v *view, cp *jvm.Classpath, listed map[string]bool) 
 				continue // Flink's own modules list what they mean to serve
 			}
 			var found []tableAnswer
-			for _, name := range slices.Sorted(maps.Keys(a.Classes)) {
-				if !strings.HasSuffix(name, "Factory") || listed[name] || l.Find(name) != a {
+			var named []string // the few classes named *Factory, sorted: not all of the JAR's
+			for name := range a.Classes {
+				if strings.HasSuffix(name, "Factory") {
+					named = append(named, name)
+				}
+			}
+			slices.Sort(named)
+			for _, name := range named {
+				if listed[name] || l.Find(name) != a {
 					continue
 				}
 				c, err := cp.Class(a, name)

@@ -284,6 +284,13 @@ func (a *Auditor) judgeAll(ctx context.Context, it *Item, vs []variant) []judge.
 		if len(v.failures) > 0 && !out[i].Refused {
 			out[i].Findings = append(out[i].Findings, v.failures...)
 			out[i].Unverified = true
+			if out[i].Message == "" { // the variant itself was judged admitted: say what was not
+				texts := make([]string, len(v.failures))
+				for j, f := range v.failures {
+					texts[j] = f.Subject + ": " + f.Text
+				}
+				out[i].Message = strings.Join(texts, "; ")
+			}
 		}
 	}
 	return out

@@ -58,6 +58,9 @@ func Build(f *admission.Facts, d *admission.Decision) ([]byte, error) {
 		}
 		v.Findings = append(v.Findings, fd)
 	}
+	if len(f.Deep.Lib) != len(v.Lib) { // as Encode checks: a start would refuse the index
+		return nil, fmt.Errorf("bake a deep verdict: %d JARs read for their classes, %d in lib", len(f.Deep.Lib), len(v.Lib))
+	}
 	index, err := indexLib(f.Deep.Lib)
 	if err != nil {
 		return nil, err

@@ -18,20 +18,23 @@ import (
 // chunk boundaries, with a JAR of no classes and a class that does not
 // parse.
 func TestIndexLibIsTheSequentialIndex(t *testing.T) {
-	jar := func(prefix string, n int) *payload.Archive {
+	jar := func(prefix string, n int, broken bool) *payload.Archive {
 		var cs []testkit.Class
 		for i := range n {
 			cs = append(cs, testkit.Class{Name: fmt.Sprintf("%s/C%04d", prefix, i), Interfaces: []string{"java/io/Serializable"},
 				Fields:  []testkit.Member{{Name: "f", Descriptor: "I"}},
 				Methods: []testkit.Member{{Name: fmt.Sprintf("m%d", i%7), Descriptor: "()V"}}})
 		}
-		extra := []testkit.Entry{{Name: prefix + "/Broken.class", Data: []byte("not a class")}}
+		var extra []testkit.Entry
+		if broken {
+			extra = append(extra, testkit.Entry{Name: prefix + "/Broken.class", Data: []byte("not a class")})
+		}
 		b := testkit.ClassJAR("Manifest-Version: 1.0\n", cs, nil, extra...)
 		a, err := payload.ReadArchive(bytes.NewReader(b), int64(len(b)), prefix+".jar")
 		require.NoError(t, err)
 		return a
 	}
-	lib := []*payload.Archive{jar("a", 3*chunkClasses+5), jar("b", 0), jar("c", chunkClasses-1), jar("d", 40)}
+	lib := []*payload.Archive{jar("a", 3*chunkClasses+5, true), jar("b", 0, true), jar("c", chunkClasses-1, true), jar("e", 0, false), jar("d", 40, true)}
 	got, err := indexLib(lib)
 	require.NoError(t, err)
 
@@ -69,5 +72,6 @@ func TestIndexLibIsTheSequentialIndex(t *testing.T) {
 	}
 	require.Len(t, want[0], 3*chunkClasses+6)
 	require.Len(t, want[1], 1, "b: its broken class only")
+	require.Empty(t, want[3], "e: no class at all")
 	require.Equal(t, raw(wantIx), raw(got))
 }

@@ -57,6 +57,21 @@ func bake(t *testing.T, fsys fstest.MapFS) {
 	fsys[bVerdict] = &fstest.MapFile{Data: data, Mode: 0o644}
 }
 
+// Deep facts with more JARs read for their classes than lib has are not
+// baked: every start would refuse the index they make.
+func TestBakeRefusesAnIndexOfAnotherLib(t *testing.T) {
+	t.Parallel()
+	s := bakedSettings
+	s.Deep = true
+	f, err := host.Gather(context.Background(), testkit.Good("2.2.1").MapFS(), s, nil)
+	require.NoError(t, err)
+	defer f.Deep.Close()
+	require.NotEmpty(t, f.Deep.Lib)
+	f.Deep.Lib = append(f.Deep.Lib, f.Deep.Lib[0])
+	_, err = baked.Build(f, admission.Decide(f))
+	require.ErrorContains(t, err, "JARs read for their classes")
+}
+
 func start(t *testing.T, fsys fstest.MapFS) (*admission.Facts, *admission.Decision) {
 	t.Helper()
 	s := bakedSettings

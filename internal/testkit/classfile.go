@@ -15,6 +15,7 @@ type Class struct {
 	Super      string // "" writes java/lang/Object
 	Interfaces []string
 	Interface  bool
+	Abstract   bool   // an abstract class (ACC_ABSTRACT)
 	Major      uint16 // 0: 61 (Java 17)
 	Fields     []Member
 	Methods    []Member
@@ -159,6 +160,9 @@ func (c Class) Bytes() []byte {
 	binary.Write(&out, be, []uint16{0, major, p.n + 1})
 	out.Write(p.buf.Bytes())
 	access := uint16(0x0021)
+	if c.Abstract {
+		access |= 0x0400
+	}
 	if c.Interface {
 		access = 0x0601
 	}
