@@ -204,6 +204,9 @@ func measure(bin, root, label string, layout func(lib string) error, runs int, w
 			}
 			jenv := []string{"PATH=/usr/bin:/bin", "FLINK_HOME=" + filepath.Join(home, "opt/flink"), "JAVA_HOME=" + jdk, "STREAMFUSION_ORIGINAL_ENTRYPOINT=/bin/true", "STREAMFUSION_LOG_LEVEL=warn"}
 			cs = append(cs, &contender{name: nameJob, argv: []string{ep, "jobmanager"}, env: jenv})
+			if err := measureJobFloor(jenv, runs); err != nil {
+				return fmt.Errorf("the job JAR's floor: %w", err)
+			}
 			bhome, err := withJobJARBaked(home, bin, jenv)
 			if err != nil {
 				return err

@@ -8,6 +8,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 
+	"github.com/streamfusion/image-entrypoint/bench/floor"
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/judge"
@@ -215,6 +219,12 @@ func BenchmarkSessionJobReview(b *testing.B) {
 			run(b, s)
 			b.StopTimer()
 		}
+		if reuse {
+			perReview := b.Elapsed() / time.Duration(b.N)
+			s := startServer(b, r.configWith(b, deep, ""), http.DefaultTransport)
+			s.postWithin(b, cluster, "30s")
+			reportFloor(b, perReview, func() { run(b, s) })
+		}
 	}
 	b.Run("new-jar-known-image/reread", func(b *testing.B) { newJAR(b, false) })
 	b.Run("new-jar-known-image/reuse", func(b *testing.B) { newJAR(b, true) })
@@ -257,4 +267,46 @@ func BenchmarkSessionJobReview(b *testing.B) {
 		}
 		require.Equal(b, int64(2*b.N), cfg.Cache.Stats.Content.Load()-before, "each rebuild's image and JAR verdicts found by content")
 	})
+}
+
+// floorBudget is the most a review of a new job JAR may take over the
+// floor of the deep check's reading (issue 39).
+const floorBudget = 1.5
+
+// reportFloor records the class entries review's deep check inflates,
+// times their floor (bench/floor: the central directories of the JARs
+// they are in, each entry inflated once on every core) five times, and
+// reports perReview over the floor's median, with a budget line. The
+// check's paths are the image's; the floor reads the same files from the
+// distribution and JAR caches the image was built from.
+func reportFloor(b *testing.B, perReview time.Duration, review func()) {
+	classes, err := floor.Record(func() error { review(); return nil })
+	require.NoError(b, err)
+	require.NotEmpty(b, classes, "the review inflated no class")
+	dist := filepath.Join(realCache(b, "STREAMFUSION_FLINK_DIST", "distribution cache"), "2.2.0", "lib")
+	jars := realCache(b, "STREAMFUSION_FLINK_JARS", "JAR cache")
+	file := func(jar string) string {
+		if rest, ok := strings.CutPrefix(jar, "/opt/flink/lib/"); ok {
+			return filepath.Join(dist, rest)
+		}
+		return filepath.Join(jars, filepath.Base(jar))
+	}
+	var times []time.Duration
+	var read floor.Result
+	for range 5 {
+		start := time.Now()
+		read, err = floor.Run(classes, file)
+		require.NoError(b, err)
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	f := times[len(times)/2]
+	ratio := float64(perReview) / float64(f)
+	b.ReportMetric(ratio, "x-floor")
+	verdict := "PASS"
+	if ratio > floorBudget {
+		verdict = "FAIL"
+	}
+	b.Logf("budget %s: a review of a new job JAR, %s, over its floor (%d JARs' central directories, %d classes the check read, %.1f MB, inflated on %d cores) %s: %.2fx; at most %.1fx",
+		verdict, perReview.Round(time.Millisecond), read.JARs, read.Classes, float64(read.Inflated)/1e6, runtime.GOMAXPROCS(0), f.Round(time.Millisecond), ratio, floorBudget)
 }
