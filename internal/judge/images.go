@@ -46,6 +46,7 @@ func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Dur
 	byImage := map[string]*result{}
 	slots := make(chan struct{}, j.reads())
 	var wg sync.WaitGroup
+	started := 0
 	for _, ct := range res.Containers {
 		k := imageKey(ct)
 		if byImage[k] != nil {
@@ -55,8 +56,9 @@ func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Dur
 		byImage[k] = r
 		select {
 		case slots <- struct{}{}:
+			started++
 		case <-ctx.Done():
-			r.err = &verdict.PendingError{Ref: ct.Image, Err: context.Cause(ctx), Doing: "not started: the review's other images took its time"}
+			r.err = &verdict.PendingError{Ref: ct.Image, Err: context.Cause(ctx), Doing: notStarted(started, j.reads())}
 			continue
 		}
 		wg.Go(func() {
@@ -117,6 +119,17 @@ func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Dur
 		}
 	}
 	return out
+}
+
+// notStarted says why an image's verification was not started: the
+// deadline passed first, and how many of the object's other images were
+// started before it (none: it was the first, or the only one).
+func notStarted(started, reads int) string {
+	const doing = "not started: the deadline passed before its verification began"
+	if started == 0 {
+		return doing
+	}
+	return fmt.Sprintf("%s (%d other image(s) of the object were started first, at most %d at once)", doing, started, reads)
 }
 
 // imageKey names one image of a review: a digest reference by its digest

@@ -65,10 +65,10 @@ func (j *Judge) jobJAR(ctx context.Context, res, fd *deploy.Resource, cluster ju
 		return allow(fmt.Sprintf("%s: not judged: the operator reads %s:// through a Flink file system plugin in its own pod; StreamFusion fetches http and https only", what, u.Scheme))
 	}
 	if j.Jobs == nil {
-		return allow(what + ": not judged (the webhook fetches no job JARs: --job-jars=off)")
+		return allow(what + ": not judged: job JARs are not fetched (--job-jars=off); --job-jars=fetch judges it")
 	}
 	if !j.Cache.Deep() {
-		return allow(what + ": not judged: this webhook has no deep check")
+		return allow(what + ": not judged: no deep check is configured (verdict.Options.Deep)")
 	}
 	headers, err := jobjar.ParseHeaders(configValue(res.Config, jobjar.HeaderOption))
 	if err != nil {
@@ -203,7 +203,7 @@ func (j *jarJudgement) fetchFailed(ctx context.Context, err error, maxBytes int6
 	case errors.As(err, &se) && se.Gone():
 		j.gone = fmt.Sprintf("%d %s from its server", se.Status, http.StatusText(se.Status))
 	case errors.Is(err, jobjar.ErrTooLarge):
-		j.failures = append(j.failures, fmt.Sprintf("the JAR is not fetched: %v (the webhook's --job-jar-max-size, %s)", err, jobjar.Size(maxBytes)))
+		j.failures = append(j.failures, fmt.Sprintf("the JAR is not fetched: %v (--job-jar-max-size, %s)", err, jobjar.Size(maxBytes)))
 	case ctx.Err() != nil:
 		j.failures = append(j.failures, fmt.Sprintf("the JAR is not fetched within %s: %v", limit, err))
 	default:

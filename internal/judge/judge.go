@@ -147,7 +147,7 @@ func (j *Judge) SessionJob(ctx context.Context, res *deploy.Resource, limit time
 	cluster := res.Namespace + "/" + res.Target
 	if j.Clusters == nil {
 		return Outcome{Warnings: []string{fmt.Sprintf(
-			"%s runs on FlinkDeployment %s: not looked up (the webhook has no API access); its images are checked when that FlinkDeployment is applied", res.ID(), cluster)}}
+			"%s runs on FlinkDeployment %s: not looked up (no API access to read FlinkDeployments is configured); its images are checked when that FlinkDeployment is applied", res.ID(), cluster)}}
 	}
 	if res.Target == "" {
 		return j.SessionJobOn(ctx, res, nil, limit)

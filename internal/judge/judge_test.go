@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,7 +67,7 @@ func TestSessionJobsAndTheirCluster(t *testing.T) {
 		rules        []string
 		says         string
 	}{
-		{name: "no API access: admitted with a warning", target: "sessions", says: "not looked up (the webhook has no API access)"},
+		{name: "no API access: admitted with a warning", target: "sessions", says: "not looked up (no API access to read FlinkDeployments is configured)"},
 		{name: "no cluster named", target: "", clusters: clusters, refused: true, rules: []string{judge.RuleSessionTarget}, says: "spec.deploymentName: found none"},
 		{name: "a cluster that does not exist", target: "gone", clusters: clusters, refused: true, rules: []string{judge.RuleSessionTarget},
 			says: "FlinkDeployment flink/gone does not exist"},
@@ -98,7 +99,7 @@ func TestSessionJobsAndTheirCluster(t *testing.T) {
 
 // TestImagesNotJudged: an image that cannot be read is unverified, not
 // refused, with the error kept for the caller (the webhook counts it by
-// cause); one whose deadline passed is Late.
+// cause); one whose deadline passed while it was verified is Late.
 func TestImagesNotJudged(t *testing.T) {
 	res := object(t, "FlinkDeployment", "app", unreachable)
 	o := offlineJudge().Object(context.Background(), res, time.Second)
@@ -118,11 +119,76 @@ func TestImagesNotJudged(t *testing.T) {
 	}
 	assert.True(t, strings.HasPrefix(o.Message, "FlinkDeployment flink/app: "), o.Message)
 
-	ctx, cancel := context.WithTimeout(context.Background(), -time.Second)
-	defer cancel()
-	o = offlineJudge().Object(ctx, res, 3*time.Second)
-	require.True(t, o.Unverified, "%+v", o)
-	require.Len(t, o.Images, 2)
-	assert.Error(t, o.Images[0].Err)
-	assert.Contains(t, o.Message, "not verified within 3s")
+	t.Run("the deadline passes while the image is read", func(t *testing.T) {
+		// By digest: no tag to resolve, so the verification itself is
+		// under way (reading the manifest) when the deadline passes. The
+		// context is live when judging starts, so the image is started,
+		// not left unstarted.
+		ref := "registry.test/flink@sha256:" + strings.Repeat("ab", 32)
+		reg := &stalled{asked: make(chan struct{}), release: make(chan struct{})}
+		t.Cleanup(func() { close(reg.release) })
+		j := &judge.Judge{Cache: verdict.New(verdict.Options{Remote: []remote.Option{remote.WithTransport(reg)}})}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		o := j.Object(ctx, object(t, "FlinkDeployment", "app", fmt.Sprintf(`{"image":%q,"flinkVersion":"v2_2"}`, ref)), 200*time.Millisecond)
+		select {
+		case <-reg.asked:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the registry was never asked: the verification did not start")
+		}
+		require.True(t, o.Unverified, "%+v", o)
+		assert.False(t, o.Refused)
+		require.Len(t, o.Images, 2, "the JobManager's and the TaskManager's, one verification")
+		for _, iv := range o.Images {
+			assert.True(t, iv.Late, "%s: %v", iv.Container.Role, iv.Err)
+			assert.ErrorIs(t, iv.Err, context.DeadlineExceeded)
+			assert.False(t, iv.Admitted)
+		}
+		late := ": not verified within 200ms (the verification goes on; a retry is answered from its result)"
+		assert.Equal(t, "FlinkDeployment flink/app: "+
+			"flink-main-container (kubernetes-jobmanager) image "+ref+late+"; "+
+			"flink-main-container (kubernetes-taskmanager) image "+ref+late, o.Message)
+		assert.Equal(t, []string{judge.RuleUnverified, judge.RuleUnverified}, rulesOf(o.Findings))
+	})
+
+	t.Run("an image not started by the deadline", func(t *testing.T) {
+		// One image at a time: the JobManager's holds the only slot until
+		// the deadline, so the TaskManager's is never started.
+		jm := "registry.test/flink@sha256:" + strings.Repeat("cd", 32)
+		reg := &stalled{asked: make(chan struct{}), release: make(chan struct{})}
+		t.Cleanup(func() { close(reg.release) })
+		j := &judge.Judge{Cache: verdict.New(verdict.Options{Remote: []remote.Option{remote.WithTransport(reg)}}), Reads: 1}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		o := j.Object(ctx, object(t, "FlinkDeployment", "app", fmt.Sprintf(`{"image":%q,"flinkVersion":"v2_2",
+			"taskManager":{"podTemplate":{"spec":{"containers":[{"name":"flink-main-container","image":"registry.test/other:1"}]}}}}`, jm)), 200*time.Millisecond)
+		require.True(t, o.Unverified, "%+v", o)
+		require.Len(t, o.Images, 2)
+		assert.True(t, o.Images[0].Late, "the JobManager's image was being read")
+		assert.False(t, o.Images[1].Late, "the TaskManager's image was never started")
+		assert.ErrorIs(t, o.Images[1].Err, context.DeadlineExceeded)
+		assert.Equal(t, "FlinkDeployment flink/app: "+
+			"flink-main-container (kubernetes-jobmanager) image "+jm+": not verified within 200ms (the verification goes on; a retry is answered from its result); "+
+			"flink-main-container (kubernetes-taskmanager) image registry.test/other:1: not verified within 200ms: "+
+			"not started: the deadline passed before its verification began (1 other image(s) of the object were started first, at most 1 at once)", o.Message)
+	})
+}
+
+// stalled is a registry that answers nothing until the test ends (or the
+// request's own context does): an image read from it is still being read
+// when the judging context's deadline passes.
+type stalled struct {
+	once    sync.Once
+	asked   chan struct{} // closed at the first request
+	release chan struct{} // closed when the test ends
+}
+
+func (s *stalled) RoundTrip(req *http.Request) (*http.Response, error) {
+	s.once.Do(func() { close(s.asked) })
+	select {
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	case <-s.release:
+		return nil, errors.New("connection refused")
+	}
 }

@@ -140,7 +140,7 @@ func TestSessionJobJARs(t *testing.T) {
 			s         *server
 			uri, want string
 		}{
-			"too large":   {s, jars.URL + "/big.jar", "the JAR is not fetched: fetch " + jars.URL + "/big.jar: larger than the limit: the server says 2 MiB, the limit is 1 MiB (the webhook's --job-jar-max-size, 1 MiB)"},
+			"too large":   {s, jars.URL + "/big.jar", "the JAR is not fetched: fetch " + jars.URL + "/big.jar: larger than the limit: the server says 2 MiB, the limit is 1 MiB (--job-jar-max-size, 1 MiB)"},
 			"server down": {s, down.URL + "/job.jar", "the JAR is not fetched: fetch " + down.URL + "/job.jar: dial tcp"},
 			"too slow":    {short, jars.URL + "/slow.jar", "the JAR is not fetched within 3s"},
 		} {

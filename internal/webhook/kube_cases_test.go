@@ -256,7 +256,7 @@ spec:
 				"on FlinkDeployment flink/good, which StreamFusion refuses for this job:", "/opt/flink/usrlib/mismatched-job.jar: " + mismatchedFinding}},
 		{name: "session job whose JAR is over --job-jar-max-size", obj: sessionJobJARYAML("flink", "sj-jar-big", "good", jars.URL+"/big-job.jar"),
 			contains: []string{"StreamFusion could not verify this object (failure policy Fail): FlinkSessionJob flink/sj-jar-big: spec.job.jarURI " + jars.URL + "/big-job.jar on FlinkDeployment flink/good: the JAR is not fetched",
-				"larger than the limit: the server says 2 MiB, the limit is 1 MiB (the webhook's --job-jar-max-size, 1 MiB)"}},
+				"larger than the limit: the server says 2 MiB, the limit is 1 MiB (--job-jar-max-size, 1 MiB)"}},
 		{name: "session job whose JAR server is down", obj: sessionJobJARYAML("flink", "sj-jar-down", "good", down.URL+"/job.jar"),
 			contains: []string{"StreamFusion could not verify this object (failure policy Fail): FlinkSessionJob flink/sj-jar-down: spec.job.jarURI " + down.URL + "/job.jar on FlinkDeployment flink/good: the JAR is not fetched", "connection refused"}},
 		{name: "session job whose JAR is not there", obj: sessionJobJARYAML("flink", "sj-jar-404", "good", jars.URL+"/nope.jar"),

@@ -177,4 +177,31 @@ func TestMetrics(t *testing.T) {
 		close(release)
 		<-done
 	})
+
+	t.Run("an image read past the deadline is counted by cause deadline", func(t *testing.T) {
+		// By digest, on a registry that does not answer: the image is
+		// being read when the review's deadline passes (judge's Late).
+		release := make(chan struct{})
+		hang := registryWith(t, func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.Contains(r.URL.Path, "/manifests/sha256:") {
+					select {
+					case <-release:
+					case <-r.Context().Done():
+					}
+				}
+				next.ServeHTTP(w, r)
+			})
+		}, map[string]v1Image{"jdk11": imgs.jdk11})
+		t.Cleanup(func() { close(release) }) // before the registry closes (cleanups run last first)
+		dg, err := imgs.jdk11.Digest()
+		require.NoError(t, err)
+		before, _ := value(scrape(t, url), "streamfusion_webhook_image_failures_total", map[string]string{"cause": "deadline"})
+		r := fail.postWithin(t, reviewOf(t, "FlinkDeployment", admissionv1.Create, flinkDeployment(hang+"/flink@"+dg.String(), "v2_2", "")), "1100ms").Response
+		require.False(t, r.Allowed)
+		assert.Contains(t, r.Result.Message, "not verified within 200ms (the verification goes on")
+		after, ok := value(scrape(t, url), "streamfusion_webhook_image_failures_total", map[string]string{"cause": "deadline"})
+		assert.True(t, ok, "the deadline cause is exposed")
+		assert.Equal(t, 2.0, after-before, "the JobManager's and the TaskManager's image")
+	})
 }
