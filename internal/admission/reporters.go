@@ -96,6 +96,84 @@ func enabledReporters(release string, entries []flinkconf.Entry) []reporter {
 	return out
 }
 
+// reporterFlinkOptions are the options below a reporter's prefix that
+// Flink reads itself, through typed ConfigOptions (MetricOptions,
+// TraceOptions and EventOptions of 2.2): any value of theirs works.
+// Every other option is the reporter's own.
+var reporterFlinkOptions = []string{"factory.class", "class", "interval", "scope.delimiter",
+	"scope.variables.additional", "scope.variables.excludes", "filter.includes", "filter.excludes"}
+
+// reporterOptionIgnored reports an option of one of Flink's own
+// reporters that the reporter does not get as written:
+//
+//   - on Flink 2, a value config.yaml gives as a YAML int, float or bool.
+//     Flink 2 keeps it typed and puts it into the reporter's MetricConfig
+//     (a Properties) as that Integer, Double or Boolean, and MetricConfig's
+//     lookups (getString, getInteger... all through
+//     Properties.getProperty) see only strings: the reporter never sees
+//     the option and uses its default. Real Flink 2.2.0 with
+//     `metrics.reporter.prom.port: 9251` serves Prometheus on 9249.
+//   - on Flink 1, a value in quotes: 1.x reads its config a line at a
+//     time and keeps the quotes in the value. Real Flink 1.18.1 with
+//     `metrics.reporter.prom.port: "9251"` sets up no Prometheus reporter.
+//
+// Both are the reporter oracle's findings (internal/realflink). Only
+// Flink's own reporters (factories in org.apache.flink) are judged:
+// another reporter may read the typed value itself.
+func reporterOptionIgnored(v *view) []Finding {
+	rel, _ := v.confRelease()
+	if rel == "" {
+		return nil
+	}
+	legacy := strings.HasPrefix(rel, "1.")
+	var out []Finding
+	for _, r := range enabledReporters(rel, v.Config.Entries) {
+		if !strings.HasPrefix(strings.TrimSpace(r.factory.Value), "org.apache.flink.") {
+			continue
+		}
+		prefix := r.kind.Prefix + r.name + "."
+		seen := map[string]bool{}
+		for i := len(v.Config.Entries) - 1; i >= 0; i-- { // the last of each key is the one Flink keeps
+			e := v.Config.Entries[i]
+			opt, ok := strings.CutPrefix(e.Key, prefix)
+			if !ok || seen[e.Key] {
+				continue
+			}
+			seen[e.Key] = true
+			if slices.Contains(reporterFlinkOptions, opt) {
+				continue
+			}
+			switch {
+			case legacy && quoted(e.Value):
+				out = append(out, Finding{Severity: Warning, Path: v.Config.File,
+					Message: fmt.Sprintf("the %s reporter %s gets its option %s with the quotes around it: Flink %s reads its config a line at a time and keeps quotes in the value, so the reporter cannot read it as written (a port in quotes is no port: the reporter is not set up)",
+						r.kind.Name, r.name, opt, rel),
+					Found:    fmt.Sprintf("%s: %s (%s)", e.Key, e.Value, e.Source),
+					Required: fmt.Sprintf("%s without quotes", e.Key),
+					Fix:      fmt.Sprintf("write the value without quotes: %s: %s", e.Key, e.Value[1:len(e.Value)-1])})
+			case !legacy && e.Type != "":
+				out = append(out, Finding{Severity: Warning, Path: v.Config.File,
+					Message: fmt.Sprintf("the %s reporter %s never sees its option %s: config.yaml gives it as a YAML %s, Flink %s hands the reporter that %s, and the reporter reads its options as strings (MetricConfig): it uses its default instead",
+						r.kind.Name, r.name, opt, e.Type, rel, javaTypes[e.Type]),
+					Found:    fmt.Sprintf("%s: %s (%s, a YAML %s)", e.Key, e.Value, e.Source, e.Type),
+					Required: fmt.Sprintf("%s as a YAML string", e.Key),
+					Fix:      fmt.Sprintf("quote the value: %s: \"%s\"", e.Key, e.Value)})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Finding) int { return strings.Compare(a.Found, b.Found) })
+	return out
+}
+
+// quoted says whether a value is wrapped in a pair of double or single
+// quotes.
+func quoted(s string) bool {
+	return len(s) >= 2 && (s[0] == '"' || s[0] == '\'') && s[len(s)-1] == s[0]
+}
+
+// javaTypes are the classes snakeyaml-engine makes of the YAML types.
+var javaTypes = map[string]string{"int": "Integer", "float": "Double", "bool": "Boolean"}
+
 // reporterUnavailable reports a reporter Flink will set up without a
 // factory: no factory.class (only the unsupported .class), or a factory
 // class no service file of lib or a plugin provides. Flink logs a warning

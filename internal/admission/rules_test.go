@@ -306,6 +306,11 @@ var cases = []ruleCase{
 	{name: "a Prometheus reporter without its plugin", rule: "reporter-unavailable", root: func() fstest.MapFS {
 		return withConf("2.2.1", map[string]string{"config.yaml": "metrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n"})
 	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", imageEnv, "") }},
+	{name: "a Prometheus port as a YAML int", rule: "reporter-option-ignored", root: func() fstest.MapFS {
+		return withConf("2.2.1", map[string]string{"config.yaml": promConf + "metrics.reporter.prom.port: 9251\n"})
+	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", imageEnv, "") }, admit: func() fstest.MapFS {
+		return withConf("2.2.1", map[string]string{"config.yaml": promConf + "metrics.reporter.prom.port: \"9251\"\n"})
+	}},
 	{name: "payload in plugins", rule: "plugins-payload", root: func() fstest.MapFS {
 		return put(good(), testkit.FlinkHome+"/plugins/sf/streamfusion-kafka.jar", testkit.Extension("kafka", "2.2", "0.1.0").Bytes())
 	}},
@@ -574,4 +579,48 @@ func TestEmbeddedCoreVerdictIgnoresPacking(t *testing.T) {
 	}
 	assert.Equal(t, rules(decisions[0].Findings), rules(decisions[1].Findings), "stored and deflated cores judged alike")
 	assert.Equal(t, decisions[0].Admitted(), decisions[1].Admitted())
+}
+
+const promConf = "metrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n"
+
+// TestReporterOptionIgnoredOnlyWhereTheReporterMissesIt: only a Flink 2
+// config.yaml's typed value of a Flink reporter's own option, as Flink
+// keeps it last, is reported.
+func TestReporterOptionIgnoredOnlyWhereTheReporterMissesIt(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, release, file, conf string
+		args                      []string
+		want                      []string // the options reported
+	}{
+		{"an int, a bool and a float", "2.2.1", "config.yaml", promConf + "metrics.reporter.prom.port: 9251\nmetrics.reporter.prom.filterLabelValueCharacters: false\nmetrics.reporter.prom.x: 1.5\n", nil, []string{"filterLabelValueCharacters", "port", "x"}},
+		{"nested YAML", "2.2.1", "config.yaml", "metrics:\n  reporter:\n    prom:\n      factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n      port: 9251\n", nil, []string{"port"}},
+		{"a port range", "2.2.1", "config.yaml", promConf + "metrics.reporter.prom.port: 9250-9260\n", nil, nil},
+		{"options Flink reads itself", "2.2.1", "config.yaml", promConf + "metrics.reporter.prom.interval: 60\nmetrics.reporter.prom.scope.delimiter: 1\n", nil, nil},
+		{"a -D that sets it again as a string", "2.2.1", "config.yaml", promConf + "metrics.reporter.prom.port: 9251\n", []string{"-Dmetrics.reporter.prom.port=9252"}, nil},
+		{"a reporter of no factory of Flink's", "2.2.1", "config.yaml", "metrics.reporter.acme.factory.class: com.acme.Factory\nmetrics.reporter.acme.port: 9251\n", nil, nil},
+		{"a reporter metrics.reporters leaves out", "2.2.1", "config.yaml", "metrics.reporters: other\n" + promConf + "metrics.reporter.prom.port: 9251\n", nil, nil},
+		{"Flink 1.18", "1.18.1", "flink-conf.yaml", promConf + "metrics.reporter.prom.port: 9251\n", nil, nil},
+		{"Flink 1.18, in quotes", "1.18.1", "flink-conf.yaml", promConf + "metrics.reporter.prom.port: \"9251\"\nmetrics.reporter.prom.host: 'h'\nmetrics.reporter.prom.interval: \"60 s\"\n", nil, []string{"host", "port"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d := decide(t, withConf(c.release, map[string]string{c.file: c.conf}), confSettings("jobmanager", imageEnv, "", c.args...))
+			var got []string
+			for _, f := range d.Findings {
+				if f.Rule == "reporter-option-ignored" {
+					_, opt, _ := strings.Cut(f.Message, "its option ")
+					opt, _, _ = strings.Cut(opt, " ")
+					opt = strings.TrimSuffix(opt, ":")
+					got = append(got, opt)
+					if c.release == "1.18.1" {
+						assert.NotContains(t, f.Fix, `"`, "the fix drops the quotes")
+					} else {
+						assert.Contains(t, f.Fix, `: "`, "the fix quotes the value")
+					}
+				}
+			}
+			assert.Equal(t, c.want, got)
+		})
+	}
 }

@@ -9,6 +9,12 @@ type Entry struct {
 	// Items are the elements of a YAML sequence value, as Flink hands a
 	// list option the list itself; nil for any other value.
 	Items []string `json:"-"`
+	// Type is the YAML type of a config.yaml value that is a scalar but
+	// not a string (int, float or bool, as the YAML 1.2 core schema Flink
+	// 2's loader resolves it): Flink 2 keeps that value typed, and a
+	// reporter's own options reach it typed (reporter-option-ignored).
+	// "" for strings, lists and every other source.
+	Type string `json:"-"`
 }
 
 // Limits of the reader. A config file is a few KiB (Flink's shipped

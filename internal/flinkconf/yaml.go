@@ -162,6 +162,11 @@ func (f *flattener) mapping(n *yaml.Node, prefix string, depth int) error {
 		if e.Value, e.Items, err = f.value(vn, depth+1); err != nil {
 			return err
 		}
+		if vn.Kind == yaml.ScalarNode {
+			if t := resolve(vn); t != "str" {
+				e.Type = t
+			}
+		}
 		f.out = append(f.out, e)
 	}
 	return nil

@@ -180,6 +180,21 @@ func TestReadYAMLListItems(t *testing.T) {
 	assert.Nil(t, entries[1].Items)
 }
 
+// A scalar that is not a string keeps its YAML type; a quoted or tagged
+// one, a list and the other sources have none.
+func TestReadYAMLScalarTypes(t *testing.T) {
+	entries, err := flinkconf.ReadYAML([]byte("i: 9251\nq: '9251'\nr: 9250-9260\nb: false\nf: 1.5\nt: !!str 7\nl: [1, 2]\nm:\n  n: 0x1F\n"), file)
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, e := range entries {
+		got[e.Key] = e.Type
+	}
+	assert.Equal(t, map[string]string{"i": "int", "q": "", "r": "", "b": "bool", "f": "float", "t": "", "l": "", "m.n": "int"}, got)
+	for _, e := range append(flinkconf.ReadLegacy("i: 9251\n", func(int) string { return "" }), flinkconf.Dynamic([]string{"-Di=9251"})...) {
+		assert.Empty(t, e.Type, e.Key)
+	}
+}
+
 func TestReadLegacyAndDynamic(t *testing.T) {
 	src := func(i int) string { return fmt.Sprint("line ", i+1) }
 	got := flinkconf.ReadLegacy("a: 1 # c\r\nb:2\n  c :  x: y  \n- e: f\nk: \n", src)

@@ -6,10 +6,12 @@ import (
 	"archive/zip"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -335,21 +337,9 @@ func TestReportersAsFlinkSetsThemUp(t *testing.T) {
 				}
 				require.NoError(t, os.WriteFile(filepath.Join(conf, file), []byte(text), 0o644))
 
-				oracle, err := filepath.Abs("testdata/ReporterOracle.java")
-				require.NoError(t, err)
-				var cp []string
-				for _, p := range realLib(t, version) {
-					cp = append(cp, p)
-				}
-				slices.Sort(cp)
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				defer cancel()
-				cmd := exec.CommandContext(ctx, "java", "-Dlog4j2.level=OFF", "-cp", strings.Join(cp, ":"), oracle, conf)
-				cmd.Env = append(os.Environ(), "FLINK_PLUGINS_DIR="+plugins)
-				out, err := cmd.Output()
-				require.NoError(t, err)
+				out := reporterOracle(t, version, conf, plugins)
 				setUp := map[string]bool{}
-				for _, l := range strings.Split(string(out), "\n") {
+				for _, l := range strings.Split(out, "\n") {
 					if f := strings.Fields(l); len(f) == 4 && f[1] == "REPORTER" {
 						setUp[f[2]+" "+f[3]] = true
 					}
@@ -393,6 +383,91 @@ func TestReportersAsFlinkSetsThemUp(t *testing.T) {
 				}
 				for r := range setUp {
 					assert.False(t, warned[r], "a warning for %s, which Flink set up", r)
+				}
+			})
+		}
+	}
+}
+
+// reporterOracle runs ReporterOracle on the real lib of version with the
+// conf directory and plugins folder given, and returns what it printed.
+func reporterOracle(t *testing.T, version, conf, plugins string) string {
+	t.Helper()
+	oracle, err := filepath.Abs("testdata/ReporterOracle.java")
+	require.NoError(t, err)
+	var cp []string
+	for _, p := range realLib(t, version) {
+		cp = append(cp, p)
+	}
+	slices.Sort(cp)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "java", "-Dlog4j2.level=OFF", "-cp", strings.Join(cp, ":"), oracle, conf)
+	cmd.Env = append(os.Environ(), "FLINK_PLUGINS_DIR="+plugins)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	return string(out)
+}
+
+// TestReporterOptionsAsFlinkReadsThem is the test of record for
+// reporter-option-ignored: on the real distributions of both lines, with
+// their Prometheus plugin, real Flink's reporter setup is the oracle of
+// the port the reporter serves on (ReporterOracle's "== PORT"). Wherever
+// the reporter does not serve on the port the configuration gives, the
+// product warns of that option; wherever it does, it does not.
+func TestReporterOptionsAsFlinkReadsThem(t *testing.T) {
+	free := func() int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	for _, version := range []string{"2.2.0", "1.18.1"} {
+		for _, c := range []struct {
+			name   string
+			format string // the port line, %d the port
+		}{
+			{"a YAML int", "metrics.reporter.prom.port: %d\n"},
+			{"a quoted port", "metrics.reporter.prom.port: \"%d\"\n"},
+			{"a port range", "metrics.reporter.prom.port: %d-65000\n"},
+			{"nested YAML, an int", "metrics:\n  reporter:\n    prom:\n      port: %d\n"}, // config.yaml only
+		} {
+			file := "config.yaml"
+			if strings.HasPrefix(version, "1.") {
+				if strings.HasPrefix(c.name, "nested") {
+					continue // 1.18's flink-conf.yaml is flat: key: value lines
+				}
+				file = "flink-conf.yaml"
+			}
+			t.Run(version+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
+				home, lib, conf, plugins := runTimeHome(t, version, "")
+				port := free()
+				text := "metrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n" + fmt.Sprintf(c.format, port)
+				require.NoError(t, os.WriteFile(filepath.Join(conf, file), []byte(text), 0o644))
+				served := -1
+				for _, l := range strings.Split(reporterOracle(t, version, conf, plugins), "\n") {
+					if f := strings.Fields(l); len(f) == 5 && f[1] == "PORT" && f[3] == "prom" {
+						served, _ = strconv.Atoi(f[4])
+					}
+				}
+				facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{
+					LibDir: lib, PluginsDir: plugins, FlinkHome: home, ConfDir: conf, Role: "jobmanager", Launch: host.LaunchBare,
+					OS: "linux", Arch: "x86_64"}, nil)
+				require.NoError(t, err)
+				var warned []string
+				for _, f := range admission.Decide(facts).Findings {
+					if f.Rule == "reporter-option-ignored" {
+						warned = append(warned, f.Found)
+					}
+				}
+				t.Logf("configured %d; Prometheus served on %d; the product warns of %v", port, served, warned)
+				if served == port {
+					assert.Empty(t, warned, "the reporter serves on the port configured")
+				} else {
+					require.Len(t, warned, 1, "the reporter serves on %d, not on the port configured, %d", served, port)
+					assert.Contains(t, warned[0], "metrics.reporter.prom.port: ")
+					assert.Contains(t, warned[0], strconv.Itoa(port))
 				}
 			})
 		}

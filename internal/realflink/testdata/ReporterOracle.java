@@ -13,7 +13,8 @@ import org.apache.flink.core.plugin.PluginUtils;
  * plugins FLINK_PLUGINS_DIR holds, as a JobManager's metric registry does:
  * 1.x's ReporterSetup.fromConfiguration, 2.x's ReporterSetupBuilder for
  * metrics, traces and events (found by reflection: the two lines' APIs
- * differ). Prints "== REPORTER kind name" for every reporter set up.
+ * differ). Prints "== REPORTER kind name" for every reporter set up, and
+ * "== PORT kind name port" for a Prometheus reporter's port.
  */
 public class ReporterOracle {
     public static void main(String[] a) throws Exception {
@@ -48,7 +49,16 @@ public class ReporterOracle {
 
     static void print(String kind, List<?> setups) throws Exception {
         for (Object s : setups) {
-            System.out.println("== REPORTER " + kind + " " + s.getClass().getMethod("getName").invoke(s));
+            Object name = s.getClass().getMethod("getName").invoke(s);
+            System.out.println("== REPORTER " + kind + " " + name);
+            // The port a Prometheus reporter serves on (its package-private
+            // getPort): what it made of its port option.
+            Object r = s.getClass().getMethod("getReporter").invoke(s);
+            if (r.getClass().getName().equals("org.apache.flink.metrics.prometheus.PrometheusReporter")) {
+                Method port = r.getClass().getDeclaredMethod("getPort");
+                port.setAccessible(true);
+                System.out.println("== PORT " + kind + " " + name + " " + port.invoke(r));
+            }
         }
     }
 }
