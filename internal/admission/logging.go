@@ -47,3 +47,37 @@ func loggingBindingLost(v *view) []Finding {
 		Required: "flink-dist's SLF4J API winning (no other copy of org/slf4j in lib), or an SLF4J 2 provider in lib beside it",
 		Fix:      fix})
 }
+
+// loggingBridgeLoop reports Log4j's SLF4J provider (log4j-to-slf4j) on
+// lib's class path beside Log4j's SLF4J binding (Flink's
+// log4j-slf4j-impl): the Log4j API takes the provider of the highest
+// priority among those its ServiceLoader finds, and log4j-to-slf4j's
+// (15) is above log4j-core's (10), so Log4j's API logs through SLF4J while
+// SLF4J logs through Log4j. Log4j's binding refuses that loop: the first
+// SLF4J logger throws "log4j-slf4j-impl cannot be present with
+// log4j-to-slf4j", which a Flink process's first class takes down with
+// it. Real Flink 2.2.0 and 1.18.1 do (internal/realflink's logging
+// oracle). The provider is known by its class and its service file; a
+// log4j2.provider system property, which could pick another, is not read.
+func loggingBridgeLoop(v *view) []Finding {
+	var bridge, binding *payload.JAR
+	for _, j := range v.Classpath {
+		if j.Err != nil {
+			continue
+		}
+		if j.Log4jToSLF4J && bridge == nil {
+			bridge = j
+		}
+		if j.SLF4JToLog4j && binding == nil {
+			binding = j
+		}
+	}
+	if bridge == nil || binding == nil {
+		return nil
+	}
+	return one(Finding{Path: bridge.Path,
+		Message:  "Log4j's API would log through SLF4J while SLF4J logs through Log4j: Log4j's SLF4J binding refuses the loop, and the process fails at its first logger (\"log4j-slf4j-impl cannot be present with log4j-to-slf4j\")",
+		Found:    fmt.Sprintf("%s provides the Log4j API's SLF4J provider (log4j-to-slf4j: org.apache.logging.slf4j.SLF4JProvider in its META-INF/services/%s, priority 15, above log4j-core's 10); %s is Log4j's SLF4J binding", bridge.Path, payload.Log4jProviderService, binding.Path),
+		Required: "no log4j-to-slf4j in lib while SLF4J is bound to Log4j (Flink's logging), or SLF4J bound to another backend (Logback) instead",
+		Fix:      fmt.Sprintf("remove %s from lib, or rebuild it without org.apache.logging.log4j:log4j-to-slf4j (exclude it from the shaded JAR)", bridge.Path)})
+}

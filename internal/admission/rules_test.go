@@ -303,6 +303,11 @@ var cases = []ruleCase{
 		m := put(good(), libFile("a-connector.jar"), testkit.JAR("", testkit.Entry{Name: "org/slf4j/LoggerFactory.class", Data: []byte("2")}, testkit.Entry{Name: "org/slf4j/spi/SLF4JServiceProvider.class", Data: []byte("2")}))
 		return put(m, libFile("log4j-slf4j2-impl-2.24.3.jar"), testkit.JAR("", testkit.Entry{Name: "META-INF/services/org.slf4j.spi.SLF4JServiceProvider", Data: []byte("org.apache.logging.slf4j.SLF4JServiceProvider\n")}))
 	}},
+	{name: "log4j-to-slf4j in lib", rule: "logging-bridge-loop", root: func() fstest.MapFS {
+		return put(good(), libFile("log4j-to-slf4j-2.24.3.jar"), log4jToSLF4J(true))
+	}, admit: func() fstest.MapFS {
+		return put(good(), libFile("log4j-to-slf4j-2.24.3.jar"), log4jToSLF4J(false)) // its provider class without the service file
+	}},
 	{name: "a Prometheus reporter without its plugin", rule: "reporter-unavailable", root: func() fstest.MapFS {
 		return withConf("2.2.1", map[string]string{"config.yaml": "metrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n"})
 	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", imageEnv, "") }},
@@ -623,4 +628,30 @@ func TestReporterOptionIgnoredOnlyWhereTheReporterMissesIt(t *testing.T) {
 			assert.Equal(t, c.want, got)
 		})
 	}
+}
+
+// log4jToSLF4J is log4j-to-slf4j's JAR: the Log4j API's SLF4J provider,
+// with its service file when listed.
+func log4jToSLF4J(listed bool) []byte {
+	entries := []testkit.Entry{{Name: "org/apache/logging/slf4j/SLF4JProvider.class", Data: []byte("provider")}}
+	if listed {
+		entries = append(entries, testkit.Entry{Name: "META-INF/services/org.apache.logging.log4j.spi.Provider", Data: []byte("org.apache.logging.slf4j.SLF4JProvider\n")})
+	}
+	return testkit.JAR("", entries...)
+}
+
+// TestLoggingBridgeLoopNeedsBothDirections: log4j-to-slf4j is refused only
+// while SLF4J is bound to Log4j.
+func TestLoggingBridgeLoopNeedsBothDirections(t *testing.T) {
+	t.Parallel()
+	m := put(good(), libFile("log4j-to-slf4j-2.24.3.jar"), log4jToSLF4J(true))
+	d := decide(t, m, defaults)
+	require.Contains(t, rules(d.Findings), "logging-bridge-loop")
+	for name := range m {
+		if strings.Contains(name, "/log4j-slf4j-impl-") {
+			delete(m, name) // SLF4J bound to another backend
+		}
+	}
+	d = decide(t, m, defaults)
+	assert.NotContains(t, rules(d.Findings), "logging-bridge-loop")
 }

@@ -15,18 +15,23 @@ import (
 
 // Entry names and attributes this package looks for.
 const (
-	ManifestName         = "META-INF/MANIFEST.MF"
-	VersionProperties    = ".flink-runtime.version.properties"
-	EmbeddedCoreAttr     = "StreamFusion-Embedded-Core"
-	platformsAttr        = "StreamFusion-Native-Platforms"
-	classPrefix          = "tech/streamfusion/"
-	metaPrefix           = "META-INF/streamfusion/"
-	nativePrefix         = "libstreamfusion"
-	loggingPrefix        = "org/slf4j/"
-	servicesPrefix       = "META-INF/services/"
-	hadoopMark           = "org/apache/hadoop/fs/FileSystem.class"
-	slf4jFactory         = "org/slf4j/LoggerFactory.class"
-	slf4jProviderSPI     = "org/slf4j/spi/SLF4JServiceProvider.class"
+	ManifestName      = "META-INF/MANIFEST.MF"
+	VersionProperties = ".flink-runtime.version.properties"
+	EmbeddedCoreAttr  = "StreamFusion-Embedded-Core"
+	platformsAttr     = "StreamFusion-Native-Platforms"
+	classPrefix       = "tech/streamfusion/"
+	metaPrefix        = "META-INF/streamfusion/"
+	nativePrefix      = "libstreamfusion"
+	loggingPrefix     = "org/slf4j/"
+	servicesPrefix    = "META-INF/services/"
+	hadoopMark        = "org/apache/hadoop/fs/FileSystem.class"
+	slf4jFactory      = "org/slf4j/LoggerFactory.class"
+	slf4jProviderSPI  = "org/slf4j/spi/SLF4JServiceProvider.class"
+	log4jToSLF4JClass = "org/apache/logging/slf4j/SLF4JProvider.class"
+	slf4jToLog4jClass = "org/apache/logging/slf4j/Log4jLoggerFactory.class"
+	// Log4jProviderService is the service the Log4j API finds its
+	// implementation by (log4j-core's, or log4j-to-slf4j's).
+	Log4jProviderService = "org.apache.logging.log4j.spi.Provider"
 	keepServices         = 64
 	maxDeclaredMF        = 16 << 20 // a manifest declaring more is refused unread
 	maxProperties        = 64 << 10
@@ -80,6 +85,13 @@ type JAR struct {
 	// SLF4J 2 API, which finds its binding by ServiceLoader and ignores a
 	// 1.x binding (StaticLoggerBinder, as Flink's log4j-slf4j-impl is).
 	SLF4JFactory, SLF4JProviders bool
+	// Log4jToSLF4J is set when the JAR provides the Log4j API's SLF4J
+	// provider (log4j-to-slf4j: org/apache/logging/slf4j/SLF4JProvider,
+	// and a META-INF/services/org.apache.logging.log4j.spi.Provider
+	// among its first service files); SLF4JToLog4j when it holds Log4j's
+	// SLF4J binding (log4j-slf4j-impl or log4j-slf4j2-impl:
+	// org/apache/logging/slf4j/Log4jLoggerFactory).
+	Log4jToSLF4J, SLF4JToLog4j bool
 
 	// ELF are the facts of the native libraries read for Options.Native,
 	// in directory order; nil when not asked for or none qualify.
@@ -184,6 +196,7 @@ func (j *JAR) scan(r io.ReaderAt, size int64, opt Options, depth int) error {
 	if err := d.walk(func(name []byte, e *entry) bool { j.collect(&c, name, e, opt); return true }); err != nil {
 		return err
 	}
+	j.Log4jToSLF4J = c.log4jToSLF4J && slices.Contains(j.Services, Log4jProviderService)
 	if opt.Fingerprint && depth == 0 {
 		if j.Fingerprint, err = d.fingerprint(); err != nil {
 			return err
@@ -227,6 +240,9 @@ type collector struct {
 	overflow bool    // more candidates than kept
 	elf      []entry // native libraries to read for Options.Native
 	services []entry // service files of ProviderServices, for Options.Providers
+	// log4jToSLF4J: the JAR holds log4j-to-slf4j's provider class
+	// (JAR.Log4jToSLF4J when its service file is there too)
+	log4jToSLF4J bool
 	// factories are the entries named *SystemFactory.class and
 	// *ReporterFactory.class (the first keepFactories), where the
 	// providers' classes are looked up before a second walk of the
@@ -277,6 +293,10 @@ func (j *JAR) collect(c *collector, name []byte, e *entry, opt Options) {
 			j.SLF4JFactory = true
 		case slf4jProviderSPI:
 			j.SLF4JProviders = true
+		case log4jToSLF4JClass:
+			c.log4jToSLF4J = true
+		case slf4jToLog4jClass:
+			j.SLF4JToLog4j = true
 		}
 	case '.':
 		if opt.Properties && string(name) == VersionProperties {

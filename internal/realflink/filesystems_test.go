@@ -4,6 +4,7 @@ package realflink
 
 import (
 	"archive/zip"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -221,11 +222,14 @@ func TestDirectlySupportedIsFlinks(t *testing.T) {
 }
 
 // TestLoggingBindingAsSLF4JFindsIt is the test of record for
-// logging-binding-lost: real Flink lib of both lines, with real SLF4J and
-// Log4j JARs by Maven coordinates added to it, and SLF4J's own lookup
-// (LoggingOracle, on lib in Flink's class path order) as the oracle:
-// wherever SLF4J binds the no-operation logger, the product refuses;
-// wherever it binds Flink's Log4j, the product admits.
+// logging-binding-lost and logging-bridge-loop: real Flink lib of both
+// lines, with real SLF4J and Log4j JARs by Maven coordinates added to it,
+// and SLF4J's and Log4j's own lookups (LoggingOracle, on lib in Flink's
+// class path order) as the oracle: wherever SLF4J binds the no-operation
+// logger, the product refuses with logging-binding-lost; wherever taking
+// a logger throws (Log4j's binding refusing a Log4j API routed back to
+// SLF4J), with logging-bridge-loop; wherever SLF4J binds Flink's Log4j
+// and a logger is taken, the product admits.
 func TestLoggingBindingAsSLF4JFindsIt(t *testing.T) {
 	for _, version := range []string{"2.2.0", "1.18.1"} {
 		for _, c := range []struct {
@@ -240,6 +244,10 @@ func TestLoggingBindingAsSLF4JFindsIt(t *testing.T) {
 			// which no rule judges yet: 2.2 only.
 			{"the SLF4J 2 API with its Log4j provider", []string{"slf4j-api-2.0.16", "log4j-slf4j2-impl-2.24.3"}, "2"},
 			{"the SLF4J 1.7 API in lib", []string{"slf4j-api-1.7.36"}, ""},
+			// Log4j's API routed to SLF4J while SLF4J is bound to Log4j
+			// (logging-bridge-loop), with each line's Log4j release.
+			{"log4j-to-slf4j 2.24.3 in lib", []string{"log4j-to-slf4j-2.24.3"}, ""},
+			{"log4j-to-slf4j 2.17.1 in lib", []string{"log4j-to-slf4j-2.17.1"}, "1"},
 		} {
 			if c.only != "" && !strings.HasPrefix(version, c.only) {
 				continue
@@ -268,18 +276,23 @@ func TestLoggingBindingAsSLF4JFindsIt(t *testing.T) {
 				defer cancel()
 				out, err := exec.CommandContext(ctx, "java", "-cp", strings.Join(cp, ":"), oracle).Output()
 				require.NoError(t, err)
-				factory := ""
+				factory, failed := "", ""
 				for _, l := range strings.Split(string(out), "\n") {
 					if strings.HasPrefix(l, "== FACTORY ") {
 						factory = strings.TrimPrefix(l, "== FACTORY ")
+					}
+					if strings.HasPrefix(l, "== FAILED ") {
+						failed = strings.TrimPrefix(l, "== FAILED ")
 					}
 				}
 				require.NotEmpty(t, factory, "LoggingOracle: %s", out)
 				facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{LibDir: lib, OS: "linux", Arch: "x86_64"}, nil)
 				require.NoError(t, err)
-				refused := slices.Contains(ruleIDs(admission.Decide(facts).Findings), "logging-binding-lost")
-				t.Logf("SLF4J binds %s; the product refuses: %v", factory, refused)
-				assert.Equal(t, strings.HasSuffix(factory, ".NOPLoggerFactory"), refused, "SLF4J binds %s", factory)
+				rules := ruleIDs(admission.Decide(facts).Findings)
+				lost, loop := slices.Contains(rules, "logging-binding-lost"), slices.Contains(rules, "logging-bridge-loop")
+				t.Logf("SLF4J binds %s (a logger: %s); the product refuses: binding lost %v, bridge loop %v", factory, cmp.Or(failed, "ok"), lost, loop)
+				assert.Equal(t, strings.HasSuffix(factory, ".NOPLoggerFactory"), lost, "SLF4J binds %s", factory)
+				assert.Equal(t, failed != "", loop, "the first logger: %s", cmp.Or(failed, "ok"))
 			})
 		}
 	}

@@ -138,8 +138,11 @@ func (d Dist) Tree() map[string][]byte {
 			Entry{Name: "org/apache/flink/api/scala/ExecutionEnvironment.class", Data: classBytes("scala")}))
 	}
 	for _, name := range []string{"log4j-1.2-api", "log4j-api", "log4j-core", "log4j-slf4j-impl"} {
-		lib(name+"-"+log4j+".jar", JAR(Manifest("Implementation-Title", name, "Implementation-Version", log4j),
-			Entry{Name: "org/apache/logging/log4j/" + strings.TrimPrefix(name, "log4j-") + "/Marker.class", Data: classBytes(name)}))
+		entries := []Entry{{Name: "org/apache/logging/log4j/" + strings.TrimPrefix(name, "log4j-") + "/Marker.class", Data: classBytes(name)}}
+		if name == "log4j-slf4j-impl" { // Log4j's SLF4J binding, as the real JAR holds it
+			entries = append(entries, Entry{Name: "org/apache/logging/slf4j/Log4jLoggerFactory.class", Data: classBytes("Log4jLoggerFactory")})
+		}
+		lib(name+"-"+log4j+".jar", JAR(Manifest("Implementation-Title", name, "Implementation-Version", log4j), entries...))
 	}
 	for _, p := range d.Payloads {
 		lib(p.Name, p.Payload.Bytes())
