@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -12,6 +14,15 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
+
+// BakeMemoryLimit is bake's soft memory limit, unless GOMEMLIMIT sets one.
+// A bake's live heap peaks at about 75 MB (a deep check of lib, then its
+// class index parsed and encoded); the garbage collector's default lets
+// the heap grow to twice what was live, 175-200 MB of peak RSS on the real
+// 2.2.0 image. Under the limit it collects sooner: 147 MB for about 5 %
+// more CPU (docs/performance.md). A bake whose live heap passes the limit
+// is slowed (the collector takes at most half the CPU), never stopped.
+const BakeMemoryLimit = 128 << 20
 
 // Official Flink bases by line, for bake without --base.
 var lineBases = map[string]string{
@@ -115,6 +126,9 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 	sink, err := o.sink(c)
 	if err != nil {
 		return err
+	}
+	if debug.SetMemoryLimit(-1) == math.MaxInt64 { // GOMEMLIMIT unset
+		debug.SetMemoryLimit(BakeMemoryLimit)
 	}
 	base := o.Base
 	if o.FlinkLine != "" {

@@ -340,6 +340,11 @@ func bakeLayer(base *view, libDir string, opt BakeOptions, extra map[string][]by
 	}
 	sort.Strings(names)
 	var buf bytes.Buffer
+	size := 1024 // the end of the archive
+	for _, n := range names {
+		size += 3*512 + (len(data[n])+511)/512*512 // a header, PAX records, the data in blocks
+	}
+	buf.Grow(size) // not grown by doubling: the entrypoint and the verdict are megabytes
 	tw := tar.NewWriter(&buf)
 	for _, n := range names {
 		if err := tw.WriteHeader(entries[n]); err != nil {
