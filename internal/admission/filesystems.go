@@ -317,3 +317,65 @@ func pluginsEnableMissing(v *view) []Finding {
 	}
 	return out
 }
+
+// pluginsRelease reports a plugin's JAR that is a module of another Flink
+// release than the host's (IdentifyStock, as stock-release judges lib's):
+// the plugin's code calls the host's Flink API, which changes between
+// releases. Real Flink 2.2.0 with flink-s3-fs-hadoop 1.18.1 in
+// plugins/s3-fs-hadoop/ finds the plugin's factory at start and fails to
+// create the file system (NoSuchMethodError:
+// Configuration.getString(ConfigOption)) when a checkpoint first opens it
+// (internal/realflink's file system oracle). An error when the release
+// differs in more than its patch and a location the configuration names
+// has a scheme that plugin serves; a warning otherwise: a plugin nothing
+// configured uses may still be used (a savepoint target given when the
+// savepoint is triggered), and another patch of the same minor keeps the
+// API.
+func pluginsRelease(v *view) []Finding {
+	fsys := v.FileSystems
+	if v.release == nil || fsys == nil {
+		return nil
+	}
+	folderOf := map[string]string{}
+	for _, p := range fsys.Plugins {
+		for _, j := range p.JARs {
+			folderOf[j] = p.Name
+		}
+	}
+	used := map[string]string{} // plugin folder -> "key: value" of a location it serves
+	if fsys.FactoriesRead {
+		rel, _ := v.confRelease()
+		for _, l := range locations(rel, v.Config.Role, v.Config.Entries) {
+			for _, f := range fsys.Factories {
+				if f.Plugin != "" && l.Err == "" && f.Scheme == l.Scheme && used[f.Plugin] == "" {
+					used[f.Plugin] = fmt.Sprintf("%s: %s (%s)", l.Key, l.Value, l.Source)
+				}
+			}
+		}
+	}
+	host := strings.Split(v.release.Version, ".")
+	var out []Finding
+	for _, j := range v.Plugins {
+		folder := folderOf[j.Path]
+		if j.Err != nil || folder == "" {
+			continue // unreadable, or loose in plugins/ and never loaded (plugins-loose-jar)
+		}
+		s := IdentifyStock(j)
+		if s == nil || s.Kind != StockModule || s.Release == v.flink {
+			continue
+		}
+		wanted := fmt.Sprintf("%s-%s.jar", s.Artifact, v.flink)
+		f := Finding{Path: j.Path, Severity: Warning,
+			Message:  fmt.Sprintf("the plugin %s is %s, a module of another Flink release: its code calls the host's Flink API, which it was not built against, and fails when it is used (a file system when a checkpoint or savepoint first opens it)", folder, s),
+			Found:    "Flink " + s.Release + " (" + s.Evidence + ")",
+			Required: "Flink " + v.flink + ", the host's",
+			Fix:      fmt.Sprintf("put the host's %s into %s/%s/ in its place: $FLINK_HOME/opt holds it in the official image (ENABLE_BUILT_IN_PLUGINS=%s)", wanted, fsys.pluginsDir(), folder, wanted)}
+		seg := strings.Split(s.Release, ".")
+		if len(seg) > 1 && len(host) > 1 && (seg[0] != host[0] || seg[1] != host[1]) && used[folder] != "" {
+			f.Severity = Error
+			f.Found += "; it serves " + used[folder]
+		}
+		out = append(out, f)
+	}
+	return out
+}

@@ -15,9 +15,17 @@ const plugins = testkit.FlinkHome + "/plugins"
 
 // s3Plugin is a plugin JAR as flink-s3-fs-hadoop lays it out: two
 // factories, each returning its scheme, one inheriting it.
-func s3Plugin() []byte {
+func s3Plugin() []byte { return s3PluginOf("") }
+
+// s3PluginOf is s3Plugin with the manifest flink-s3-fs-hadoop of a Flink
+// release carries ("": none).
+func s3PluginOf(release string) []byte {
 	svc := map[string][]string{"org.apache.flink.core.fs.FileSystemFactory": {"x.S3Factory", "x.S3AFactory", "x.Computed"}}
-	return testkit.ClassJAR("", []testkit.Class{
+	manifest := ""
+	if release != "" {
+		manifest = testkit.Manifest("Implementation-Vendor-Id", "org.apache.flink", "Implementation-Title", "Flink : FileSystems : S3 FS Hadoop", "Implementation-Version", release)
+	}
+	return testkit.ClassJAR(manifest, []testkit.Class{
 		{Name: "x/Base", Returns: map[string]string{"getScheme": "s3"}},
 		{Name: "x/S3Factory", Super: "x/Base"},
 		{Name: "x/S3AFactory", Returns: map[string]string{"getScheme": "ldc_w:s3a"}},
@@ -91,6 +99,15 @@ func TestFileSystemRules(t *testing.T) {
 		{name: "a reporter named by its class only", rule: "reporter-unavailable", severity: "warning",
 			root:   put(base("metrics.reporter.prom.class: r.Prom\n"), plugins+"/metrics-prom/p.jar", reporterPlugin()),
 			mended: put(base("metrics.reporter.prom.class: r.Prom\nmetrics.reporter.prom.factory.class: r.PromFactory\n"), plugins+"/metrics-prom/p.jar", reporterPlugin())},
+		{name: "the s3 plugin of 1.18.1 serving the checkpoints", rule: "plugins-release", severity: "error",
+			root:   put(base("execution.checkpointing.dir: s3://b/cp\n"), plugins+"/s3/flink-s3-fs-hadoop-1.18.1.jar", s3PluginOf("1.18.1")),
+			mended: put(base("execution.checkpointing.dir: s3://b/cp\n"), plugins+"/s3/flink-s3-fs-hadoop-2.2.1.jar", s3PluginOf("2.2.1"))},
+		{name: "the s3 plugin of 1.18.1 that no location uses", rule: "plugins-release", severity: "warning",
+			root:   put(base("execution.checkpointing.dir: file:///cp\n"), plugins+"/s3/flink-s3-fs-hadoop-1.18.1.jar", s3PluginOf("1.18.1")),
+			mended: put(base("execution.checkpointing.dir: file:///cp\n"), plugins+"/s3/flink-s3-fs-hadoop-2.2.1.jar", s3PluginOf("2.2.1"))},
+		{name: "the s3 plugin of another patch", rule: "plugins-release", severity: "warning",
+			root:   put(base("execution.checkpointing.dir: s3://b/cp\n"), plugins+"/s3/flink-s3-fs-hadoop-2.2.0.jar", s3PluginOf("2.2.0")),
+			mended: put(base("execution.checkpointing.dir: s3://b/cp\n"), plugins+"/s3/flink-s3-fs-hadoop-2.2.1.jar", s3PluginOf("2.2.1"))},
 		{name: "a trace reporter on 2.x", rule: "reporter-unavailable", severity: "warning",
 			root: base("traces.reporter.otel.factory.class: x.OtelFactory\n"), mended: base("traces.reporter.otel.other: 1\n")},
 	} {

@@ -303,6 +303,13 @@ var cases = []ruleCase{
 		m := put(good(), libFile("a-connector.jar"), testkit.JAR("", testkit.Entry{Name: "org/slf4j/LoggerFactory.class", Data: []byte("2")}, testkit.Entry{Name: "org/slf4j/spi/SLF4JServiceProvider.class", Data: []byte("2")}))
 		return put(m, libFile("log4j-slf4j2-impl-2.24.3.jar"), testkit.JAR("", testkit.Entry{Name: "META-INF/services/org.slf4j.spi.SLF4JServiceProvider", Data: []byte("org.apache.logging.slf4j.SLF4JServiceProvider\n")}))
 	}},
+	{name: "a plugin of another release", rule: "plugins-release", root: func() fstest.MapFS {
+		m := withConf("2.2.1", map[string]string{"config.yaml": "execution.checkpointing.dir: s3://b/cp\n"})
+		return put(m, plugins+"/s3/flink-s3-fs-hadoop-1.18.1.jar", s3PluginOf("1.18.1"))
+	}, set: func(s *host.Settings) { *s = confSettings("jobmanager", imageEnv, "") }, admit: func() fstest.MapFS {
+		m := withConf("2.2.1", map[string]string{"config.yaml": "execution.checkpointing.dir: s3://b/cp\n"})
+		return put(m, plugins+"/s3/flink-s3-fs-hadoop-2.2.1.jar", s3PluginOf("2.2.1"))
+	}},
 	{name: "log4j-to-slf4j in lib", rule: "logging-bridge-loop", root: func() fstest.MapFS {
 		return put(good(), libFile("log4j-to-slf4j-2.24.3.jar"), log4jToSLF4J(true))
 	}, admit: func() fstest.MapFS {

@@ -28,7 +28,9 @@ import org.apache.flink.runtime.jobmanager.HighAvailabilityMode;
  * getScheme()), and FileSystem.get opens each configured location (HA
  * storage only with HA on, as Flink reads it): "== LOCATION key value OK"
  * or "FAILS" for UnsupportedFileSystemSchemeException, the failure the
- * product predicts; any other outcome means a factory took the scheme.
+ * product predicts, and for a LinkageError (the factory was found, and its
+ * code does not link against this Flink: a plugin of another release);
+ * any other outcome means a factory took the scheme.
  */
 public class FileSystemOracle {
     public static void main(String[] a) throws Exception {
@@ -41,14 +43,8 @@ public class FileSystemOracle {
             return;
         }
         FileSystem.initialize(conf, pm);
-        for (Iterator<FileSystemFactory> it = ServiceLoader.load(FileSystemFactory.class).iterator(); it.hasNext(); ) {
-            FileSystemFactory f = it.next();
-            System.out.println("== SCHEME " + f.getScheme() + " " + f.getClass().getName());
-        }
-        for (Iterator<FileSystemFactory> it = pm.load(FileSystemFactory.class); it.hasNext(); ) {
-            FileSystemFactory f = it.next();
-            System.out.println("== SCHEME " + f.getScheme() + " " + f.getClass().getName());
-        }
+        schemes(ServiceLoader.load(FileSystemFactory.class).iterator());
+        schemes(pm.load(FileSystemFactory.class));
         List<ConfigOption<String>> options = new ArrayList<>(List.of(
                 CheckpointingOptions.CHECKPOINTS_DIRECTORY, CheckpointingOptions.SAVEPOINT_DIRECTORY, JobManagerOptions.ARCHIVE_DIR));
         if (HighAvailabilityMode.isHighAvailabilityModeActivated(conf)) {
@@ -65,10 +61,33 @@ public class FileSystemOracle {
                 FileSystem.get(uri);
             } catch (UnsupportedFileSystemSchemeException e) {
                 outcome = "FAILS " + oneLine(e);
+            } catch (LinkageError e) {
+                // the factory was found, and its code does not link against
+                // this Flink (a plugin of another release): no file system
+                outcome = "FAILS " + oneLine(e);
             } catch (Throwable t) {
                 outcome = "OK (the factory was found: " + oneLine(t) + ")";
             }
             System.out.println("== LOCATION " + o.key() + " " + v + " " + outcome);
+        }
+    }
+
+    // schemes prints each factory's scheme; a factory that cannot be
+    // instantiated (a plugin's that does not link against this Flink) is
+    // skipped, as FileSystem.initialize skips it after logging it.
+    static void schemes(Iterator<FileSystemFactory> it) {
+        while (true) {
+            FileSystemFactory f;
+            try {
+                if (!it.hasNext()) {
+                    return;
+                }
+                f = it.next();
+            } catch (Throwable t) {
+                System.out.println("== FACTORY-FAILS " + oneLine(t));
+                continue;
+            }
+            System.out.println("== SCHEME " + f.getScheme() + " " + f.getClass().getName());
         }
     }
 
