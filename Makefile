@@ -314,6 +314,8 @@ FUZZ_TARGETS += internal/image:FuzzDecodeDeepResult
 FUZZ_TARGETS += internal/admission:FuzzStaticTLS
 # streamfusion audit: a runtime's imageID, an --image-map-file.
 FUZZ_TARGETS += internal/audit:FuzzParseImageID internal/audit:FuzzParseImageMapFile
+# The SQL scanner: factory identifiers in WITH clauses (issue 38).
+FUZZ_TARGETS += internal/sqlscan:FuzzScan
 .PHONY: test-session-jar bench-session-jar bench-start-parts bench-tools
 test-session-jar: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)

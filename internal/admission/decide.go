@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/sqlscan"
 )
 
 // Facts is everything admission decides on. The host package gathers it;
@@ -44,6 +45,21 @@ type Facts struct {
 	// FileSystems is what Flink's FileSystem and plugin loader will find;
 	// nil when not read.
 	FileSystems *FileSystems
+	// SQL are the SQL files the process may run (usrlib's, and those its
+	// arguments name), with the table factories their statements name.
+	SQL []SQLFile
+}
+
+// SQLFile is one SQL file and the factory identifiers of its statements
+// (internal/sqlscan).
+type SQLFile struct {
+	Path string // absolute
+	// Named says the process runs it: an argument of the process, or of
+	// the application's job ($internal.application.program-args), names
+	// it. A file in usrlib that nothing names may not be run.
+	Named bool
+	Uses  []sqlscan.Use
+	Err   string // not read (too large, not a regular file): not judged
 }
 
 // Unlisted is a directory that cannot be listed: JARs in it may be

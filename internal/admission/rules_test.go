@@ -370,6 +370,24 @@ var deepCases = []ruleCase{
 
 func init() { cases = append(cases, deepCases...) }
 
+// sqlCase is a lib with the acme connector (its factory listed) and a
+// job's SQL in usrlib naming connector id, which the process's arguments
+// name.
+func sqlCase(id string) fstest.MapFS {
+	// A factory that links on the test kit's lib (no Flink supertype):
+	// what the rule reads is its listing and its identifier.
+	acme := testkit.ClassJAR("", []testkit.Class{{Name: "com/acme/AcmeFactory", Returns: map[string]string{"factoryIdentifier": "acme"}}},
+		map[string][]string{"org.apache.flink.table.factories.Factory": {"com.acme.AcmeFactory"}})
+	m := put(good(), libFile("acme.jar"), acme)
+	return put(m, testkit.FlinkHome+"/usrlib/job.sql", []byte("CREATE TABLE t (a INT) WITH ('connector' = '"+id+"');\nINSERT INTO t SELECT 1;\n"))
+}
+
+func init() {
+	cases = append(cases, ruleCase{name: "a job's SQL naming a connector not on the class path", rule: "table-factory-missing",
+		root: func() fstest.MapFS { return sqlCase("kafka") }, admit: func() fstest.MapFS { return sqlCase("acme") },
+		set: func(s *host.Settings) { s.Deep, s.Args = true, []string{"/opt/flink/usrlib/job.sql"} }})
+}
+
 // unlistedFactoryJAR is an uber JAR whose service file is a bundled
 // format's, in place of its own connector factory's (unlisted: true) or
 // beside it (unlisted: false).
@@ -661,4 +679,35 @@ func TestLoggingBridgeLoopNeedsBothDirections(t *testing.T) {
 	}
 	d = decide(t, m, defaults)
 	assert.NotContains(t, rules(d.Findings), "logging-bridge-loop")
+}
+
+// TestTableFactoryMissingSeverity: an error for the SQL the process is
+// given, a warning for a file of usrlib nothing names.
+func TestTableFactoryMissingSeverity(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		args []string
+		want admission.Severity
+	}{
+		{"named by the arguments", []string{"/opt/flink/usrlib/job.sql"}, admission.Error},
+		{"named by nothing", nil, admission.Warning},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := defaults
+			s.Deep, s.Args = true, c.args
+			d := decide(t, sqlCase("kafka"), s)
+			var got []admission.Finding
+			for _, f := range d.Findings {
+				if f.Rule == "table-factory-missing" {
+					got = append(got, f)
+				}
+			}
+			require.Len(t, got, 1)
+			assert.Equal(t, c.want, got[0].Severity)
+			assert.Contains(t, got[0].Message, "the connector 'kafka' of table t has no factory on the class path")
+			assert.Contains(t, got[0].Found, "'connector' = 'kafka' (/opt/flink/usrlib/job.sql, line 1); the identifiers the class path answers: acme")
+			assert.Contains(t, got[0].Fix, "flink-sql-connector-kafka")
+		})
+	}
 }

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
 	"github.com/streamfusion/image-entrypoint/internal/jvm"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
+	"github.com/streamfusion/image-entrypoint/internal/sqlscan"
 )
 
 // tableFactoryService is the service Flink's FactoryUtil discovers table
@@ -65,6 +67,10 @@ type tableAnalysis struct {
 	answers []tableAnswer
 	// unlisted are the factories no service file lists, by JAR.
 	unlisted []unlistedFactories
+	// computed are the providers found of a kind FactoryUtil is asked for
+	// whose identifier is no constant this check reads: any identifier may
+	// be theirs.
+	computed []tableProvider
 }
 
 // unlistedFactories are one JAR's factory classes that no Factory service
@@ -101,6 +107,11 @@ func (v *view) tableFactories() *tableAnalysis {
 		}
 		if id := factoryIdentifier(p.loader, p.class); id != "" {
 			v.tables.answers = append(v.tables.answers, tableAnswer{p: p, id: id, kinds: factoryKinds(cp, p.loader, p.class)})
+		} else if len(factoryKinds(cp, p.loader, p.class)) > 0 {
+			// of a kind a statement's options are looked up among (not the
+			// planner's and executor's factories, whose identifiers the
+			// planner loader computes)
+			v.tables.computed = append(v.tables.computed, p)
 		}
 	}
 	v.tables.unlisted = unlistedTableFactories(v, cp, listed)
@@ -350,4 +361,78 @@ func factoryKinds(cp *jvm.Classpath, l *jvm.Loader, class string) []string {
 	}
 	slices.Sort(kinds)
 	return kinds
+}
+
+// tableFactoryMissing reports a factory identifier a SQL file names (a
+// CREATE TABLE's 'connector', 'format', 'key.format' or 'value.format',
+// a CREATE CATALOG's 'type') that no table factory on the class path
+// answers, of any kind: Flink's FactoryUtil fails the statement that uses
+// the table with "Could not find any factory for identifier". An error
+// when the process's arguments name the file (the job runs it); a
+// warning for a file of usrlib nothing names, and when a factory whose
+// identifier is computed (no constant) could be the one.
+func tableFactoryMissing(v *view) []Finding {
+	if len(v.SQL) == 0 || !tableFactoriesReadable(v) {
+		return nil
+	}
+	t := v.tableFactories()
+	answered := map[string]bool{}
+	for _, a := range t.answers {
+		answered[a.id] = true
+	}
+	var computed []string
+	for _, p := range t.computed {
+		computed = append(computed, strings.ReplaceAll(p.class, "/", ".")+" ("+p.jar+")")
+	}
+	known := slices.Sorted(maps.Keys(answered))
+	var out []Finding
+	for _, file := range v.SQL {
+		for _, u := range file.Uses {
+			if answered[u.Value] {
+				continue
+			}
+			what := "the " + u.Option
+			if u.Option == "type" {
+				what = "the catalog type"
+			}
+			f := Finding{Path: file.Path,
+				Message:  fmt.Sprintf("%s '%s' of %s %s has no factory on the class path: Flink fails every statement that uses it with \"Could not find any factory for identifier '%s'\"", what, u.Value, u.Statement, u.Name, u.Value),
+				Found:    fmt.Sprintf("'%s' = '%s' (%s, line %d); the identifiers the class path answers: %s", u.Option, u.Value, file.Path, u.Line, listOr(known, "none")),
+				Required: fmt.Sprintf("a table factory answering '%s' in lib or usrlib", u.Value),
+				Fix:      factoryFix(u, v.line())}
+			if !file.Named {
+				f.Severity = Warning
+				f.Message += " (if the job runs this file: nothing the process is given names it)"
+			}
+			if len(computed) > 0 {
+				f.Severity = Warning
+				f.Message += fmt.Sprintf(", unless a factory whose identifier is computed answers it: %s", strings.Join(computed, ", "))
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// listOr is the list, or none when it is empty.
+func listOr(list []string, none string) string {
+	if len(list) == 0 {
+		return none
+	}
+	return strings.Join(list, ", ")
+}
+
+// factoryFix names what to install for an identifier: the Kafka
+// connector's SQL JAR by coordinates for 'kafka' and 'upsert-kafka',
+// the module's name otherwise.
+func factoryFix(u sqlscan.Use, line string) string {
+	switch {
+	case (u.Value == "kafka" || u.Value == "upsert-kafka") && KnownConnectors["flink-sql-connector-kafka"][line] != "":
+		return fmt.Sprintf("add org.apache.flink:flink-sql-connector-kafka:%s to lib (or bundle it into the job JAR)", KnownConnectors["flink-sql-connector-kafka"][line])
+	case u.Option == "connector":
+		return fmt.Sprintf("add the SQL JAR of the connector that answers '%s', built for Flink %s, to lib (flink-sql-connector-%s, or the vendor's), or correct the identifier", u.Value, line, u.Value)
+	case u.Option == "type":
+		return fmt.Sprintf("add the JAR of the catalog that answers '%s' to lib, or correct the type", u.Value)
+	}
+	return fmt.Sprintf("add the format's JAR of the host's Flink release to lib (flink-%s, or flink-sql-%s for a bundled one), or correct the identifier", u.Value, u.Value)
 }

@@ -208,6 +208,7 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	switch {
 	case s.Deep:
 		f.Deep = gatherDeep(ctx, fsys, f)
+		f.SQL = gatherSQL(fsys, s, f) // the table factories its statements name: a deep rule's
 	case s.Baked:
 		f.Deep, f.Linkage = gatherBaked(ctx, fsys, s, f, verdict)
 	}

@@ -280,3 +280,30 @@ func TestVerifyDeepParentFirstFromTheImage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, res.Facts.Deep, "the fast path gathers no class index")
 }
+
+// A SQL file in the image's usrlib is read with the layers' facts and
+// judged by the deep check: the connector the image has admits, one it
+// lacks is a warning (nothing the image is given names the file).
+func TestVerifyDeepReadsUsrlibSQL(t *testing.T) {
+	t.Parallel()
+	conn := testkit.ClassJAR("", []testkit.Class{{Name: "com/acme/XFactory", Returns: map[string]string{"factoryIdentifier": "x"}}},
+		map[string][]string{deepFactory: {"com.acme.XFactory"}})
+	missing := func(id string) []admission.Finding {
+		img := deepImage(t, []imagekit.Entry{{Name: "/opt/flink/lib/acme-x.jar", Data: conn}, {Name: "/opt/flink/usrlib/sql/job.sql",
+			Data: []byte("CREATE TABLE t (a INT) WITH ('connector' = '" + id + "');")}})
+		res, err := VerifyOptions{Deep: true}.Verify(context.Background(), img)
+		require.NoError(t, err)
+		var out []admission.Finding
+		for _, f := range res.Decision.Findings {
+			if f.Rule == "table-factory-missing" {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	assert.Empty(t, missing("x"), "the image's connector answers 'x'")
+	got := missing("kafka")
+	require.Len(t, got, 1)
+	assert.Equal(t, "/opt/flink/usrlib/sql/job.sql", got[0].Path)
+	assert.Equal(t, admission.Warning, got[0].Severity)
+}

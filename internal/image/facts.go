@@ -29,7 +29,7 @@ import (
 
 // factsVersion is the format of layer facts; a cached record of another
 // version is never read (it is in the key and in the record).
-const factsVersion = 10
+const factsVersion = 11
 
 // Bounds on what one layer's facts hold.
 const (
@@ -197,6 +197,9 @@ func (s *selection) key() string {
 }
 
 func (s *selection) keep(name string) (k fileUse, asJAR bool) {
+	if s.inDirs(name) && strings.HasSuffix(name, ".sql") {
+		return contents, false // a job's SQL (host.gatherSQL reads usrlib's)
+	}
 	if s.inDirs(name) || s.jars[name] {
 		return contents, true
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -497,6 +498,120 @@ func TestReporterOptionsAsFlinkReadsThem(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSQLFactoriesAsThePlannerFindsThem is the test of record for
+// table-factory-missing and for the SQL scanner (internal/sqlscan): on the
+// real lib of both lines (and 2.2.0's with the real Kafka SQL connector),
+// real Flink's planner runs a job's SQL file (SQLOracle): every CREATE,
+// then every table planned as a source. Wherever FactoryUtil finds no
+// factory for an identifier, the product names that identifier of that
+// table or catalog; wherever the planner creates and plans it, the product
+// has no finding for it. The factory options the scanner reads are the
+// ones Flink's parser made of the same statements.
+func TestSQLFactoriesAsThePlannerFindsThem(t *testing.T) {
+	const sql = `CREATE TABLE gen (a INT, b AS a + 1) WITH ('connector' = 'datagen', 'number-of-rows' = '1');
+CREATE TABLE k (a INT) WITH (
+  'connector' = 'kafka', /* the Kafka connector, if lib has it */
+  'topic' = 't;x',
+  'properties.bootstrap.servers' = 'localhost:9092',
+  'properties.group.id' = 'g',
+  'value.format' = 'json'
+);
+CREATE TABLE fsjson (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp/sf-sql-oracle', 'format' = 'json');
+CREATE TABLE fsavro (a INT) WITH ('connector' = 'filesystem', 'path' = '/tmp/sf-sql-oracle', 'format' = 'avro');
+CREATE TABLE fscsv (a INT) PARTITIONED BY (a) WITH ('connector' = 'filesystem', 'path' = '/tmp/sf-sql-oracle', 'format' = 'csv');
+CREATE CATALOG mem WITH ('type' = 'generic_in_memory');
+CREATE CATALOG hive WITH ('type' = 'hive');
+-- the end of the job's SQL
+`
+	file := filepath.Join(t.TempDir(), "job.sql")
+	require.NoError(t, os.WriteFile(file, []byte(sql), 0o644))
+	// FactoryUtil's words, and the file system connector's for a format
+	notFound := regexp.MustCompile(`Could not find any (?:format )?factory for identifier '([^']*)'`)
+	for _, c := range []struct {
+		version string
+		extra   []string // artifact-version in the JAR cache
+	}{
+		{"2.2.0", nil},
+		{"2.2.0", []string{"flink-sql-connector-kafka-5.0.0-2.2"}},
+		{"1.18.1", nil},
+	} {
+		t.Run(c.version+"/"+strings.Join(append([]string{"lib"}, c.extra...), "+"), func(t *testing.T) {
+			t.Parallel()
+			lib := filepath.Join(t.TempDir(), "opt/flink/lib")
+			require.NoError(t, os.MkdirAll(lib, 0o755))
+			var cp []string
+			for name, p := range realLib(t, c.version) {
+				require.NoError(t, os.Symlink(p, filepath.Join(lib, name)))
+				cp = append(cp, p)
+			}
+			for _, e := range c.extra {
+				i := strings.LastIndex(e[:strings.LastIndex(e, "-")], "-")
+				p := jarPath(t, e[:i], e[i+1:])
+				require.NoError(t, os.Symlink(p, filepath.Join(lib, e+".jar")))
+				cp = append(cp, p)
+			}
+			slices.Sort(cp)
+			oracle, err := filepath.Abs("testdata/SQLOracle.java")
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			raw, err := exec.CommandContext(ctx, "java", "-Dlog4j2.level=OFF", "-cp", strings.Join(cp, ":"), oracle, file).Output()
+			require.NoError(t, err)
+			flink := map[string]string{}   // table or catalog -> the identifier FactoryUtil found no factory for
+			options := map[string]string{} // table -> its factory options as Flink parsed them
+			for _, l := range strings.Split(string(raw), "\n") {
+				f := strings.Fields(l)
+				switch {
+				case len(f) >= 4 && (f[1] == "TABLE" || f[1] == "CREATE") && f[3] == "FAILS":
+					if m := notFound.FindStringSubmatch(l); m != nil {
+						flink[f[2]] = m[1]
+					} else {
+						t.Errorf("the planner fails %s otherwise: %s", f[2], l)
+					}
+				case len(f) >= 3 && f[1] == "OPTIONS":
+					options[f[2]] = strings.Join(f[3:], " ")
+				}
+			}
+			require.NotEmpty(t, options, "SQLOracle: %s", raw)
+
+			facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{LibDir: lib, OS: "linux", Arch: "x86_64", Deep: true, Args: []string{file}}, nil)
+			require.NoError(t, err)
+			defer facts.Deep.Close()
+			require.Len(t, facts.SQL, 1)
+			scanned := map[string][]string{}
+			for _, u := range facts.SQL[0].Uses {
+				if u.Statement == "table" {
+					scanned[u.Name] = append(scanned[u.Name], u.Option+"="+u.Value)
+				}
+			}
+			for name, opts := range scanned {
+				slices.Sort(opts)
+				assert.Equal(t, options[name], strings.Join(opts, " "), "%s: the scanner's factory options, and the parser's", name)
+			}
+			assert.Len(t, scanned, len(options), "the tables the scanner read, and those Flink created")
+			ours := map[string][]string{}
+			for _, f := range admission.Decide(facts).Findings {
+				if f.Rule != "table-factory-missing" {
+					continue
+				}
+				assert.Equal(t, admission.Error, f.Severity, f.Message)
+				_, rest, _ := strings.Cut(f.Message, " of ")
+				fields := strings.Fields(rest) // "table NAME has no factory ..."
+				id := f.Message[strings.Index(f.Message, "'")+1:]
+				id = id[:strings.Index(id, "'")]
+				ours[fields[1]] = append(ours[fields[1]], id)
+			}
+			t.Logf("the planner finds no factory for %v; the product names %v", flink, ours)
+			for name, id := range flink {
+				assert.Contains(t, ours[name], id, "%s: the planner finds no factory for '%s'", name, id)
+			}
+			for name, ids := range ours {
+				assert.NotEmpty(t, flink[name], "%s: the product names %v, and the planner creates and plans it", name, ids)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,82 @@
+package sqlscan_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/streamfusion/image-entrypoint/internal/sqlscan"
+)
+
+func TestScan(t *testing.T) {
+	for _, c := range []struct {
+		name, sql string
+		want      []sqlscan.Use
+	}{
+		{"a source and a sink", `
+CREATE TABLE orders (
+  id BIGINT,
+  ts AS PROCTIME(),  -- a computed column: AS inside the column list
+  WATERMARK FOR ts AS ts - INTERVAL '5' SECOND
+) WITH (
+  'connector' = 'kafka',
+  'topic' = 'orders; not a statement end',
+  'value.format' = 'avro-confluent'
+);
+CREATE TEMPORARY TABLE IF NOT EXISTS ` + "`cat`.`db`.`out`" + ` (id BIGINT) COMMENT 'x' PARTITIONED BY (id) WITH ('connector'='filesystem', 'format'='parquet');
+INSERT INTO out SELECT id FROM orders;`, []sqlscan.Use{
+			{Statement: "table", Name: "orders", Option: "connector", Value: "kafka", Line: 7},
+			{Statement: "table", Name: "orders", Option: "value.format", Value: "avro-confluent", Line: 9},
+			{Statement: "table", Name: "cat.db.out", Option: "connector", Value: "filesystem", Line: 11},
+			{Statement: "table", Name: "cat.db.out", Option: "format", Value: "parquet", Line: 11},
+		}},
+		{"a catalog", "create catalog hive with ('type' = 'hive', 'hive-conf-dir' = '/etc/hive')", []sqlscan.Use{
+			{Statement: "catalog", Name: "hive", Option: "type", Value: "hive", Line: 1}}},
+		{"CTAS with options, and a CTE in its query", "CREATE OR REPLACE TABLE t WITH ('connector' = 'print') AS WITH x AS (SELECT 1) SELECT * FROM x", []sqlscan.Use{
+			{Statement: "table", Name: "t", Option: "connector", Value: "print", Line: 1}}},
+		{"CTAS without options", "CREATE TABLE t AS WITH x AS (SELECT 1) SELECT * FROM x WITH ('connector' = 'no')", nil},
+		{"comments and escaped quotes", "/* CREATE TABLE a WITH ('connector'='no') */ CREATE TABLE b (s STRING) WITH ('x' = 'it''s', 'key.format' = 'json') -- WITH ('connector' = 'no')", []sqlscan.Use{
+			{Statement: "table", Name: "b", Option: "key.format", Value: "json", Line: 1}}},
+		{"keys and identifiers as Flink matches them: exactly", "CREATE TABLE t (a INT) WITH ('Connector' = 'kafka', 'format' = ' json')", []sqlscan.Use{
+			{Statement: "table", Name: "t", Option: "format", Value: " json", Line: 1}}},
+		{"a view, a function, a hint", "CREATE VIEW v AS SELECT * FROM t /*+ OPTIONS('connector'='no') */; CREATE FUNCTION f AS 'x'", nil},
+		{"an unclosed string ends the scan", "CREATE TABLE a (x INT) WITH ('connector' = 'datagen'); CREATE TABLE b (x INT) WITH ('connector' = 'kaf", []sqlscan.Use{
+			{Statement: "table", Name: "a", Option: "connector", Value: "datagen", Line: 1}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, sqlscan.Scan([]byte(c.sql)))
+		})
+	}
+}
+
+// Hostile input: a megabyte of open parentheses, of quotes, of WITHs is
+// scanned in linear time, and text past MaxBytes is not read.
+func TestScanHostile(t *testing.T) {
+	for name, sql := range map[string]string{
+		"parentheses": "CREATE TABLE t " + strings.Repeat("(", sqlscan.MaxBytes),
+		"quotes":      "CREATE TABLE t WITH (" + strings.Repeat("'', ", sqlscan.MaxBytes/4),
+		"withs":       strings.Repeat("CREATE TABLE t WITH ", sqlscan.MaxBytes/20),
+		"statements":  strings.Repeat("CREATE TABLE t WITH ('connector'='x');", sqlscan.MaxBytes/38),
+	} {
+		start := time.Now()
+		got := sqlscan.Scan([]byte(sql))
+		assert.Less(t, time.Since(start), 5*time.Second, name)
+		assert.LessOrEqual(t, len(got), sqlscan.MaxBytes/38+1, name)
+	}
+	past := strings.Repeat(" ", sqlscan.MaxBytes) + "CREATE TABLE t WITH ('connector' = 'x')"
+	assert.Empty(t, sqlscan.Scan([]byte(past)), "past MaxBytes")
+}
+
+func FuzzScan(f *testing.F) {
+	f.Add([]byte("CREATE TABLE t (a INT) WITH ('connector' = 'kafka', 'format' = 'json');"))
+	f.Add([]byte("create catalog c with ('type'='hive'); /* x */ -- y\n'it''s'"))
+	f.Fuzz(func(t *testing.T, sql []byte) {
+		for _, u := range sqlscan.Scan(sql) {
+			if u.Statement != "table" && u.Statement != "catalog" || u.Line < 1 {
+				t.Fatalf("%+v", u)
+			}
+		}
+	})
+}
