@@ -173,7 +173,12 @@ func timedOnce(env []string, argv ...string) (result, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return result{}, fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, stderr.String())
+		// A refusal (78, a verify of the unbaked base) is a verdict: the
+		// work was done. /usr/bin/time passes the command's status on.
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 78 {
+			return result{}, fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, stderr.String())
+		}
 	}
 	b, err := os.ReadFile(out.Name())
 	if err != nil {
@@ -238,6 +243,12 @@ func run(bin, work string, sources []string) error {
 			return err
 		}
 	}
+	fmt.Println()
+	for _, line := range deepLines {
+		if err := line(); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -272,14 +283,17 @@ func measure(source, ref, cli, bin, work, reg string) error {
 		p := filepath.Join(work, source+"-"+n+".tar")
 		return p, []string{"--output", p}, func() { os.Remove(p) }
 	}
-	bake := func(base string, outArgs []string, release string) []string {
-		args := append([]string{cli, "bake", "--deep=false", "--base", base, "--entrypoint", filepath.Join(bin, "entrypoint")}, outArgs...)
+	bakeWith := func(deep string, base string, outArgs []string, release string) []string {
+		args := append([]string{cli, "bake", "--deep=" + deep, "--base", base, "--entrypoint", filepath.Join(bin, "entrypoint")}, outArgs...)
 		dir := filepath.Join(work, "payloads-"+release)
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
 			args = append(args, "--payload", filepath.Join(dir, e.Name()))
 		}
 		return args
+	}
+	bake := func(base string, outArgs []string, release string) []string {
+		return bakeWith("false", base, outArgs, release)
 	}
 	bakedRef, outArgs, clean := out("baked")
 	bk, err := timed(cold, clean, bake(ref, outArgs, "0.1.0")...)
@@ -305,6 +319,33 @@ func measure(source, ref, cli, bin, work, reg string) error {
 	fmt.Printf("| %s | %.2f s (%.2f) | %.2f s (%.2f) | %.2f (%.2f) | %.1f MB | %.2f s (%.2f) | %.2f | %.1f MB | %.2f s | %.0f%% |\n",
 		source, fl.wall, fl.cpu, ver.wall, ver.cpu, ver.wall/fl.wall, ver.cpu/fl.cpu, float64(ver.rss)/1024,
 		bk.wall, bk.cpu, bk.wall/ver.wall, float64(bk.rss)/1024, vr.wall, 100*vr.wall/ver.wall)
+	deepLines = append(deepLines, func() error { return deepBudget(source, ref, cli, cold, out, bakeWith) })
+	return nil
+}
+
+// deepLines are the budget lines of the deep check, printed after the
+// table.
+var deepLines []func() error
+
+// deepBudget measures bake and verify with the deep check (the default),
+// both without the cache, and prints the budget line: bake at most 2x
+// verify and 160 MB of peak RSS (issue 39).
+func deepBudget(source, ref, cli string, cold []string, out func(string) (string, []string, func()), bakeWith func(string, string, []string, string) []string) error {
+	ver, err := timed(cold, nil, cli, "verify", ref)
+	if err != nil {
+		return err
+	}
+	_, outArgs, clean := out("deep")
+	bk, err := timed(cold, clean, bakeWith("true", ref, outArgs, "0.1.0")...)
+	if err != nil {
+		return err
+	}
+	verdict := "PASS"
+	if bk.wall > 2*ver.wall || bk.cpu > 2*ver.cpu || bk.rss > 160<<10 {
+		verdict = "FAIL"
+	}
+	fmt.Printf("budget %s: %s, with the deep check: bake %.2f s (%.2f CPU), %.1f MB; verify %.2f s (%.2f CPU), %.1f MB; bake / verify %.2fx wall, %.2fx CPU; at most 2x and 160 MB\n",
+		verdict, source, bk.wall, bk.cpu, float64(bk.rss)/1024, ver.wall, ver.cpu, float64(ver.rss)/1024, bk.wall/ver.wall, bk.cpu/ver.cpu)
 	return nil
 }
 
