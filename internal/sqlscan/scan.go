@@ -7,7 +7,7 @@
 // It is a tolerant scanner, not a parser: no Go library parses Flink's
 // SQL dialect (Calcite's grammar with Flink's extensions, a Java parser),
 // and the rule needs only these options. It reads tokens as Flink's
-// parser does (-- and /* */ comments, ” inside a string literal, quoted
+// parser does (-- and /* */ comments, a doubled quote inside a string literal, quoted
 // identifiers in backquotes or double quotes), splits statements at
 // semicolons outside parentheses, and in a statement that starts with
 // CREATE [OR REPLACE] [TEMPORARY] TABLE or CREATE CATALOG, reads the first
