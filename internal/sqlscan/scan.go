@@ -194,48 +194,18 @@ func lex(s string, emit func(token)) {
 			}
 			line += strings.Count(s[i:i+2+end], "\n")
 			i += end + 4
-		case c == '\'':
-			var b strings.Builder
-			start := line
-			j := i + 1
-			for {
-				k := strings.IndexByte(s[j:], '\'')
-				if k < 0 {
-					return
-				}
-				b.WriteString(s[j : j+k])
-				j += k + 1
-				if j < len(s) && s[j] == '\'' { // '' is one quote
-					b.WriteByte('\'')
-					j++
-					continue
-				}
-				break
+		case c == '\'' || c == '`' || c == '"':
+			text, end, ok := quotedRun(s, i, c)
+			if !ok {
+				return
 			}
-			line += strings.Count(s[i:j], "\n")
-			emit(token{kind: literal, text: b.String(), line: start})
-			i = j
-		case c == '`' || c == '"':
-			var b strings.Builder
-			start := line
-			j := i + 1
-			for {
-				k := strings.IndexByte(s[j:], c)
-				if k < 0 {
-					return
-				}
-				b.WriteString(s[j : j+k])
-				j += k + 1
-				if j < len(s) && s[j] == c { // a doubled quote is one
-					b.WriteByte(c)
-					j++
-					continue
-				}
-				break
+			k := quoted // backquotes and double quotes quote identifiers
+			if c == '\'' {
+				k = literal
 			}
-			line += strings.Count(s[i:j], "\n")
-			emit(token{kind: quoted, text: b.String(), line: start})
-			i = j
+			emit(token{kind: k, text: text, line: line})
+			line += strings.Count(s[i:end], "\n")
+			i = end
 		case isWord(c):
 			j := i
 			for j < len(s) && isWord(s[j]) {
@@ -247,6 +217,28 @@ func lex(s string, emit func(token)) {
 			emit(token{kind: punct, text: s[i : i+1], line: line})
 			i++
 		}
+	}
+}
+
+// quotedRun reads the quoted run starting at s[i], a quote q: its text,
+// a doubled quote read as one, and where it ends; not ok when it is not
+// closed.
+func quotedRun(s string, i int, q byte) (text string, end int, ok bool) {
+	var b strings.Builder
+	j := i + 1
+	for {
+		k := strings.IndexByte(s[j:], q)
+		if k < 0 {
+			return "", 0, false
+		}
+		b.WriteString(s[j : j+k])
+		j += k + 1
+		if j < len(s) && s[j] == q {
+			b.WriteByte(q)
+			j++
+			continue
+		}
+		return b.String(), j, true
 	}
 }
 

@@ -24,6 +24,24 @@ func (r *releases) jar(sha, path string) JobJAR {
 	return JobJAR{Name: "job.jar", Path: path, SHA256: sha, Release: func() { r.n.Add(1) }}
 }
 
+// standIn is a deep check for the cache's tests: the image's real
+// verification plus a warning naming the JAR it was given, counted in
+// calls; wait, when set, runs first (a check held back).
+func standIn(calls *atomic.Int64, wait func()) func(context.Context, image.VerifyOptions, v1.Image, JobJAR) (*image.Result, error) {
+	return func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
+		calls.Add(1)
+		if wait != nil {
+			wait()
+		}
+		res, err := read.Verify(ctx, img)
+		if err != nil {
+			return nil, err
+		}
+		res.Decision.Findings = append(res.Decision.Findings, admission.Finding{Rule: "stand-in", Severity: admission.Warning, Path: jar.Name, Message: "judged " + jar.SHA256})
+		return res, nil
+	}
+}
+
 // TestVerifyJob: verdicts with a job JAR are kept by image digest and JAR
 // digest, apart from the image's own verdict, and each JAR file is
 // released exactly once. The deep check here is the image's real
@@ -48,17 +66,7 @@ func TestVerifyJob(t *testing.T) {
 	close(gate)
 	var hold atomic.Pointer[chan struct{}]
 	hold.Store(&gate)
-	deep := func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
-		calls.Add(1)
-		<-*hold.Load()
-		res, err := read.Verify(ctx, img)
-		if err != nil {
-			return nil, err
-		}
-		res.Decision.Findings = append(res.Decision.Findings, admission.Finding{Rule: "stand-in", Severity: admission.Warning, Path: jar.Name, Message: "judged " + jar.SHA256})
-		return res, nil
-	}
-	c := New(Options{Deep: deep})
+	c := New(Options{Deep: standIn(&calls, func() { <-*hold.Load() })})
 
 	var r releases
 	v, err := c.VerifyJob(ctx, ref, "", Credentials{}, r.jar("aa", "/job-a.jar"))
@@ -182,16 +190,7 @@ func TestSameContentOneVerdict(t *testing.T) {
 	push(t, host+"/flink:cmd", variant(func(c *v1.ConfigFile) { c.Config.Entrypoint = []string{"/bin/sh"} }))
 
 	var calls atomic.Int64
-	deep := func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
-		calls.Add(1)
-		res, err := read.Verify(ctx, img)
-		if err != nil {
-			return nil, err
-		}
-		res.Decision.Findings = append(res.Decision.Findings, admission.Finding{Rule: "stand-in", Severity: admission.Warning, Path: jar.Name, Message: "judged " + jar.SHA256})
-		return res, nil
-	}
-	c := New(Options{Deep: deep})
+	c := New(Options{Deep: standIn(&calls, nil)})
 	ctx := context.Background()
 	first, err := c.Verify(ctx, host+"/flink:a", "", Credentials{})
 	require.NoError(t, err)
