@@ -322,6 +322,7 @@ test-session-jar: flink-dist
 	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -v -run 'TestRealJobJARs' ./internal/webhook/
 bench-session-jar: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)
+	scripts/fetch-flink-jars bench/compare/kafka-job.txt $(FLINK_JARS) >/dev/null
 	STREAMFUSION_FLINK_DIST=$(FLINK_DIST) STREAMFUSION_FLINK_JARS=$(FLINK_JARS) go test -tags realjars -count=1 -run '^$$' -bench SessionJobReview -benchtime 5x ./internal/webhook/
 # --- end
 # scripts/fuzz tries a run once more only when Go's coordinator failed it at
