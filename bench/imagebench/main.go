@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -173,10 +174,11 @@ func timedOnce(env []string, argv ...string) (result, error) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		// A refusal (78, a verify of the unbaked base) is a verdict: the
-		// work was done. /usr/bin/time passes the command's status on.
+		// A verify's refusal (78, of the unbaked base) is a verdict: the
+		// work was done (/usr/bin/time passes the status on). A bake that
+		// refuses did not bake: an error.
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 78 {
+		if !errors.As(err, &ee) || ee.ExitCode() != 78 || !slices.Contains(argv, "verify") {
 			return result{}, fmt.Errorf("%s: %w\n%s", strings.Join(argv, " "), err, stderr.String())
 		}
 	}

@@ -127,8 +127,8 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 	if err != nil {
 		return err
 	}
-	if debug.SetMemoryLimit(-1) == math.MaxInt64 { // GOMEMLIMIT unset
-		debug.SetMemoryLimit(BakeMemoryLimit)
+	if _, set := lookupEnv(env, "GOMEMLIMIT"); !set && debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		debug.SetMemoryLimit(BakeMemoryLimit) // GOMEMLIMIT=off or any value is the user's
 	}
 	base := o.Base
 	if o.FlinkLine != "" {

@@ -325,12 +325,12 @@ func pluginsEnableMissing(v *view) []Finding {
 // plugins/s3-fs-hadoop/ finds the plugin's factory at start and fails to
 // create the file system (NoSuchMethodError:
 // Configuration.getString(ConfigOption)) when a checkpoint first opens it
-// (internal/realflink's file system oracle). An error when the release
-// differs in more than its patch and a location the configuration names
-// has a scheme that plugin serves; a warning otherwise: a plugin nothing
-// configured uses may still be used (a savepoint target given when the
-// savepoint is triggered), and another patch of the same minor keeps the
-// API.
+// (internal/realflink's file system oracle), and so does 1.18.1 with the
+// 2.2.0 plugin; 2.2.0 with the 2.1.1 plugin opens it. An error when the
+// major differs and a location the configuration names has a scheme that
+// plugin serves; a warning otherwise: a plugin nothing configured uses may
+// still be used (a savepoint target given when the savepoint is
+// triggered), and another minor of the same major kept the API it uses.
 func pluginsRelease(v *view) []Finding {
 	fsys := v.FileSystems
 	if v.release == nil || fsys == nil {
@@ -366,12 +366,11 @@ func pluginsRelease(v *view) []Finding {
 		}
 		wanted := fmt.Sprintf("%s-%s.jar", s.Artifact, v.flink)
 		f := Finding{Path: j.Path, Severity: Warning,
-			Message:  fmt.Sprintf("the plugin %s is %s, a module of another Flink release: its code calls the host's Flink API, which it was not built against, and fails when it is used (a file system when a checkpoint or savepoint first opens it)", folder, s),
+			Message:  fmt.Sprintf("the plugin %s is %s, a module of another Flink release: its code calls the host's Flink API, which it was not built against (a plugin of another major fails when it is used: a file system when a checkpoint or savepoint first opens it)", folder, s),
 			Found:    "Flink " + s.Release + " (" + s.Evidence + ")",
 			Required: "Flink " + v.flink + ", the host's",
 			Fix:      fmt.Sprintf("put the host's %s into %s/%s/ in its place: $FLINK_HOME/opt holds it in the official image (ENABLE_BUILT_IN_PLUGINS=%s)", wanted, fsys.pluginsDir(), folder, wanted)}
-		seg := strings.Split(s.Release, ".")
-		if len(seg) > 1 && len(host) > 1 && (seg[0] != host[0] || seg[1] != host[1]) && used[folder] != "" {
+		if seg := strings.Split(s.Release, "."); seg[0] != host[0] && used[folder] != "" {
 			f.Severity = Error
 			f.Found += "; it serves " + used[folder]
 		}

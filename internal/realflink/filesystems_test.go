@@ -61,6 +61,7 @@ var fsCases = []fsCase{
 	// found, and its code does not link against the host's Flink.
 	{name: "s3 checkpoints with the 1.18.1 plugin", only: "2", conf: "execution.checkpointing.dir: s3://bucket/cp", plugins: map[string]string{"s3-fs-hadoop": "flink-s3-fs-hadoop@1.18.1"}},
 	{name: "s3 checkpoints with the 2.2.0 plugin", only: "1", conf: "state.checkpoints.dir: s3://bucket/cp", plugins: map[string]string{"s3-fs-hadoop": "flink-s3-fs-hadoop@2.2.0"}},
+	{name: "s3 checkpoints with the 2.1.1 plugin", only: "2", conf: "execution.checkpointing.dir: s3://bucket/cp", plugins: map[string]string{"s3-fs-hadoop": "flink-s3-fs-hadoop@2.1.1"}},
 }
 
 // runTimeHome is a Flink home of a real distribution: lib's JARs and the

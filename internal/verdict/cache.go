@@ -59,7 +59,9 @@ type Options struct {
 	Remote   []remote.Option // transport, user agent...; credentials come per call
 	Platform v1.Platform     // for an index when the caller names none; default linux/amd64
 	Local    bool            // accept 'docker save' tarballs and OCI layouts (the CLI)
-	// MaxEntries bounds the verdicts kept (default 4096), oldest out first.
+	// MaxEntries bounds the keys kept (default 4096), oldest out first: a
+	// verdict is kept under its image's digest, and also under an index's
+	// digest with the platform and under its content when those apply.
 	MaxEntries int
 	// VerifyTimeout bounds one detached verification (default 2 minutes).
 	VerifyTimeout time.Duration
@@ -570,7 +572,7 @@ func (c *Cache) verify(ctx context.Context, ref string, img v1.Image, want v1.Pl
 		return nil, fmt.Errorf("%w %s: %w", ErrResolve, ref, err)
 	}
 	content := contentKey(cfg)
-	if v := c.sameContent(content, jobKey(jar), d.String(), want.String()); v != nil {
+	if v := c.sameContent(content, jobKey(jar), d.String(), want.String(), d.String()); v != nil {
 		return v, nil
 	}
 	c.Stats.Verified.Add(1)
@@ -613,21 +615,22 @@ func (c *Cache) lookup(digest, platform, sfx string) *Verdict {
 // kept is the verdict kept for an image by digest (and platform, for an
 // index), or else for another image of the same content: the image's own
 // verdict, kept from an earlier review, names its content.
-func (c *Cache) kept(digest, platform, sfx string) *Verdict {
-	if v := c.lookup(digest, platform, sfx); v != nil || sfx == "" {
+func (c *Cache) kept(top, platform, sfx string) *Verdict {
+	if v := c.lookup(top, platform, sfx); v != nil || sfx == "" {
 		return v
 	}
-	plain := c.lookup(digest, platform, "")
+	plain := c.lookup(top, platform, "")
 	if plain == nil {
 		return nil
 	}
-	return c.sameContent(plain.content, sfx, plain.Digest, plain.Platform)
+	return c.sameContent(plain.content, sfx, plain.Digest, plain.Platform, top)
 }
 
 // sameContent is a copy of the verdict kept for content (and sfx's job
 // JAR), as the verdict of the image digest on platform; nil when none is
-// kept. The copy is kept under digest too.
-func (c *Cache) sameContent(content, sfx, digest, platform string) *Verdict {
+// kept. The copy is kept under digest, and under top (an index's digest
+// the reference resolved to) with the platform.
+func (c *Cache) sameContent(content, sfx, digest, platform, top string) *Verdict {
 	if content == "" {
 		return nil
 	}
@@ -640,7 +643,7 @@ func (c *Cache) sameContent(content, sfx, digest, platform string) *Verdict {
 	c.Stats.Content.Add(1)
 	cp := *v
 	cp.Digest, cp.Platform = digest, platform
-	c.store(&cp, digest, platform, sfx)
+	c.store(&cp, top, platform, sfx)
 	return &cp
 }
 
@@ -672,7 +675,10 @@ func (c *Cache) store(v *Verdict, top, platform, sfx string) {
 	if top != v.Digest {
 		keys = append(keys, top+"|"+platform+sfx)
 	}
-	if v.content != "" {
+	if v.content != "" && v.Problem == "" {
+		// A problem may be of the layers' bytes (an unsafe entry, a diff ID
+		// they do not match), which the content key does not cover: it is
+		// kept for this digest only.
 		keys = append(keys, v.content+sfx)
 	}
 	for _, k := range keys {

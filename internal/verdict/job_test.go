@@ -9,7 +9,10 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -227,4 +230,39 @@ func TestSameContentOneVerdict(t *testing.T) {
 		require.ErrorIs(t, err, ErrNeedJAR, tag)
 	}
 	assert.Equal(t, int64(2), c.Stats.Content.Load())
+}
+
+// A verdict with a problem is not shared by content: a problem may be of
+// the layers' bytes, which the content key does not cover. Here an image
+// whose configuration is the good image's but whose layer is another's
+// (its diff ID does not match) has one; the good image rebuilt with a
+// label is verified on its own.
+func TestProblemsAreNotSharedByContent(t *testing.T) {
+	host, _ := serve(t, "", "")
+	good := plainFlink(t, "amd64")
+	cf, err := good.ConfigFile()
+	require.NoError(t, err)
+	layer, err := random.Layer(512, types.DockerLayer)
+	require.NoError(t, err)
+	other, err := mutate.AppendLayers(empty.Image, layer)
+	require.NoError(t, err)
+	bad, err := mutate.ConfigFile(other, cf.DeepCopy())
+	require.NoError(t, err)
+	relabeled := cf.DeepCopy()
+	relabeled.Config.Labels = map[string]string{"x": "y"}
+	rebuilt, err := mutate.ConfigFile(good, relabeled)
+	require.NoError(t, err)
+	push(t, host+"/flink:bad", bad)
+	push(t, host+"/flink:rebuilt", rebuilt)
+
+	c := New(Options{})
+	ctx := context.Background()
+	v, err := c.Verify(ctx, host+"/flink:bad", "", Credentials{})
+	if err == nil {
+		require.NotEmpty(t, v.Problem, "the layer does not match the configuration")
+	}
+	v, err = c.Verify(ctx, host+"/flink:rebuilt", "", Credentials{})
+	require.NoError(t, err)
+	assert.Empty(t, v.Problem)
+	assert.Equal(t, int64(0), c.Stats.Content.Load())
 }
