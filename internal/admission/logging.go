@@ -49,7 +49,7 @@ func loggingBindingLost(v *view) []Finding {
 }
 
 // loggingBridgeLoop reports Log4j's SLF4J provider (log4j-to-slf4j) on
-// lib's class path beside Log4j's SLF4J binding (Flink's
+// lib's class path while the binding SLF4J takes is Log4j's (Flink's
 // log4j-slf4j-impl): the Log4j API takes the provider of the highest
 // priority among those its ServiceLoader finds, and log4j-to-slf4j's
 // (15) is above log4j-core's (10), so Log4j's API logs through SLF4J while
@@ -57,10 +57,14 @@ func loggingBindingLost(v *view) []Finding {
 // SLF4J logger throws "log4j-slf4j-impl cannot be present with
 // log4j-to-slf4j", which a Flink process's first class takes down with
 // it. Real Flink 2.2.0 and 1.18.1 do (internal/realflink's logging
-// oracle). The provider is known by its class and its service file; a
+// oracle). The binding SLF4J takes is that of the API that wins (the
+// first JAR holding org/slf4j/LoggerFactory, flink-dist last): SLF4J 2's
+// first provider (META-INF/services), 1.7's first StaticLoggerBinder. With
+// another backend there (Logback), log4j-to-slf4j is the way to it, and
+// no loop. The provider is known by its class and its service file; a
 // log4j2.provider system property, which could pick another, is not read.
 func loggingBridgeLoop(v *view) []Finding {
-	var bridge, binding *payload.JAR
+	var bridge, api, binding *payload.JAR
 	for _, j := range v.Classpath {
 		if j.Err != nil {
 			continue
@@ -68,16 +72,25 @@ func loggingBridgeLoop(v *view) []Finding {
 		if j.Log4jToSLF4J && bridge == nil {
 			bridge = j
 		}
-		if j.SLF4JToLog4j && binding == nil {
-			binding = j
+		if j.SLF4JFactory && api == nil {
+			api = j
 		}
 	}
-	if bridge == nil || binding == nil {
+	if bridge == nil || api == nil {
 		return nil
+	}
+	for _, j := range v.Classpath {
+		if j.Err == nil && (api.SLF4JProviders && slices.Contains(j.Services, slf4jProviderService) || !api.SLF4JProviders && j.SLF4JBinder) {
+			binding = j
+			break
+		}
+	}
+	if binding == nil || !binding.SLF4JToLog4j {
+		return nil // no binding (logging-binding-lost's), or another backend
 	}
 	return one(Finding{Path: bridge.Path,
 		Message:  "Log4j's API would log through SLF4J while SLF4J logs through Log4j: Log4j's SLF4J binding refuses the loop, and the process fails at its first logger (\"log4j-slf4j-impl cannot be present with log4j-to-slf4j\")",
-		Found:    fmt.Sprintf("%s provides the Log4j API's SLF4J provider (log4j-to-slf4j: org.apache.logging.slf4j.SLF4JProvider in its META-INF/services/%s, priority 15, above log4j-core's 10); %s is Log4j's SLF4J binding", bridge.Path, payload.Log4jProviderService, binding.Path),
+		Found:    fmt.Sprintf("%s provides the Log4j API's SLF4J provider (log4j-to-slf4j: org.apache.logging.slf4j.SLF4JProvider in its META-INF/services/%s, priority 15, above log4j-core's 10); SLF4J (the API of %s) binds %s, Log4j's binding", bridge.Path, payload.Log4jProviderService, api.Path, binding.Path),
 		Required: "no log4j-to-slf4j in lib while SLF4J is bound to Log4j (Flink's logging), or SLF4J bound to another backend (Logback) instead",
 		Fix:      fmt.Sprintf("remove %s from lib, or rebuild it without org.apache.logging.log4j:log4j-to-slf4j (exclude it from the shaded JAR)", bridge.Path)})
 }

@@ -2,6 +2,7 @@ package admission_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -666,15 +667,23 @@ func log4jToSLF4J(listed bool) []byte {
 }
 
 // TestLoggingBridgeLoopNeedsBothDirections: log4j-to-slf4j is refused only
-// while SLF4J is bound to Log4j.
+// while the binding SLF4J takes is Log4j's.
 func TestLoggingBridgeLoopNeedsBothDirections(t *testing.T) {
 	t.Parallel()
 	m := put(good(), libFile("log4j-to-slf4j-2.24.3.jar"), log4jToSLF4J(true))
 	d := decide(t, m, defaults)
 	require.Contains(t, rules(d.Findings), "logging-bridge-loop")
+	// SLF4J 1.7 bound to Logback 1.2 (its StaticLoggerBinder first).
+	logback := put(maps.Clone(m), libFile("a-logback-classic-1.2.13.jar"), testkit.JAR("", testkit.Entry{Name: "org/slf4j/impl/StaticLoggerBinder.class", Data: []byte("logback")}))
+	assert.NotContains(t, rules(decide(t, logback, defaults).Findings), "logging-bridge-loop")
+	// The SLF4J 2 API winning, with a provider of another backend first.
+	slf4j2 := put(maps.Clone(m), libFile("a-slf4j-2.jar"), testkit.JAR("", testkit.Entry{Name: "org/slf4j/LoggerFactory.class", Data: []byte("2")},
+		testkit.Entry{Name: "org/slf4j/spi/SLF4JServiceProvider.class", Data: []byte("2")},
+		testkit.Entry{Name: "META-INF/services/org.slf4j.spi.SLF4JServiceProvider", Data: []byte("org.slf4j.simple.SimpleServiceProvider\n")}))
+	assert.NotContains(t, rules(decide(t, slf4j2, defaults).Findings), "logging-bridge-loop")
 	for name := range m {
 		if strings.Contains(name, "/log4j-slf4j-impl-") {
-			delete(m, name) // SLF4J bound to another backend
+			delete(m, name) // no SLF4J binding at all
 		}
 	}
 	d = decide(t, m, defaults)

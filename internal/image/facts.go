@@ -29,7 +29,7 @@ import (
 
 // factsVersion is the format of layer facts; a cached record of another
 // version is never read (it is in the key and in the record).
-const factsVersion = 11
+const factsVersion = 12
 
 // Bounds on what one layer's facts hold.
 const (
@@ -85,7 +85,7 @@ type jarFacts struct {
 	Services     []string                  `json:"services,omitempty"`
 	Hadoop       bool                      `json:"hadoop,omitempty"`
 	SLF4J        [2]bool                   `json:"slf4j,omitempty"` // SLF4JFactory, SLF4JProviders
-	Log4j        [2]bool                   `json:"log4j,omitempty"` // Log4jToSLF4J, SLF4JToLog4j
+	Log4j        [3]bool                   `json:"log4j,omitempty"` // Log4jToSLF4J, SLF4JToLog4j, SLF4JBinder
 	Providers    []payload.ServiceProvider `json:"providers,omitempty"`
 	Properties   map[string]string         `json:"properties,omitempty"`
 	EmbeddedCore string                    `json:"embeddedCore,omitempty"`
@@ -103,7 +103,7 @@ func toFacts(j *payload.JAR) *jarFacts {
 	}
 	f := &jarFacts{Size: j.Size, Entries: j.Entries, ClassMark: j.ClassMark, MetaMark: j.MetaMark,
 		NativeMark: j.NativeMark, NativeCount: j.NativeCount, Native: j.Native, Logging: j.Logging,
-		Services: j.Services, Hadoop: j.Hadoop, SLF4J: [2]bool{j.SLF4JFactory, j.SLF4JProviders}, Log4j: [2]bool{j.Log4jToSLF4J, j.SLF4JToLog4j}, Providers: j.Providers, Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
+		Services: j.Services, Hadoop: j.Hadoop, SLF4J: [2]bool{j.SLF4JFactory, j.SLF4JProviders}, Log4j: [3]bool{j.Log4jToSLF4J, j.SLF4JToLog4j, j.SLF4JBinder}, Providers: j.Providers, Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
 	if j.Err != nil {
 		f.Err = j.Err.Error()
 	}
@@ -129,7 +129,7 @@ func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
 	}
 	j := &payload.JAR{Path: p, Size: f.Size, Entries: f.Entries, ClassMark: f.ClassMark, MetaMark: f.MetaMark,
 		NativeMark: f.NativeMark, NativeCount: f.NativeCount, Native: f.Native, Logging: f.Logging,
-		Services: f.Services, Hadoop: f.Hadoop, SLF4JFactory: f.SLF4J[0], SLF4JProviders: f.SLF4J[1], Log4jToSLF4J: f.Log4j[0], SLF4JToLog4j: f.Log4j[1], Providers: f.Providers, EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed, ELF: f.ELF}
+		Services: f.Services, Hadoop: f.Hadoop, SLF4JFactory: f.SLF4J[0], SLF4JProviders: f.SLF4J[1], Log4jToSLF4J: f.Log4j[0], SLF4JToLog4j: f.Log4j[1], SLF4JBinder: f.Log4j[2], Providers: f.Providers, EmbeddedCore: f.EmbeddedCore, Streamed: f.Streamed, ELF: f.ELF}
 	if target != p {
 		j.Target = target
 	}

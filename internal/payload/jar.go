@@ -27,6 +27,7 @@ const (
 	hadoopMark        = "org/apache/hadoop/fs/FileSystem.class"
 	slf4jFactory      = "org/slf4j/LoggerFactory.class"
 	slf4jProviderSPI  = "org/slf4j/spi/SLF4JServiceProvider.class"
+	slf4jBinder       = "org/slf4j/impl/StaticLoggerBinder.class"
 	log4jToSLF4JClass = "org/apache/logging/slf4j/SLF4JProvider.class"
 	slf4jToLog4jClass = "org/apache/logging/slf4j/Log4jLoggerFactory.class"
 	// Log4jProviderService is the service the Log4j API finds its
@@ -85,6 +86,10 @@ type JAR struct {
 	// SLF4J 2 API, which finds its binding by ServiceLoader and ignores a
 	// 1.x binding (StaticLoggerBinder, as Flink's log4j-slf4j-impl is).
 	SLF4JFactory, SLF4JProviders bool
+	// SLF4JBinder is set when the JAR holds SLF4J 1.x's binding,
+	// org/slf4j/impl/StaticLoggerBinder (log4j-slf4j-impl's, Logback
+	// 1.2's): the 1.7 API binds the first on the class path.
+	SLF4JBinder bool
 	// Log4jToSLF4J is set when the JAR provides the Log4j API's SLF4J
 	// provider (log4j-to-slf4j: org/apache/logging/slf4j/SLF4JProvider,
 	// and a META-INF/services/org.apache.logging.log4j.spi.Provider
@@ -297,6 +302,8 @@ func (j *JAR) collect(c *collector, name []byte, e *entry, opt Options) {
 			c.log4jToSLF4J = true
 		case slf4jToLog4jClass:
 			j.SLF4JToLog4j = true
+		case slf4jBinder:
+			j.SLF4JBinder = true
 		}
 	case '.':
 		if opt.Properties && string(name) == VersionProperties {

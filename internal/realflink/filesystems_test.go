@@ -263,6 +263,8 @@ func TestLoggingBindingAsSLF4JFindsIt(t *testing.T) {
 			// (logging-bridge-loop), with each line's Log4j release.
 			{"log4j-to-slf4j 2.24.3 in lib", []string{"log4j-to-slf4j-2.24.3"}, ""},
 			{"log4j-to-slf4j 2.17.1 in lib", []string{"log4j-to-slf4j-2.17.1"}, "1"},
+			// ...and with SLF4J bound to another backend: the way to it.
+			{"log4j-to-slf4j with SLF4J 2 bound to slf4j-simple", []string{"slf4j-api-2.0.16", "slf4j-simple-2.0.16", "log4j-to-slf4j-2.24.3"}, ""},
 		} {
 			if c.only != "" && !strings.HasPrefix(version, c.only) {
 				continue

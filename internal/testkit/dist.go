@@ -115,7 +115,8 @@ func (d Dist) Tree() map[string][]byte {
 		lib("flink-dist-"+v+".jar", JAR(flinkManifest("flink-dist", v),
 			Entry{Name: ".flink-runtime.version.properties", Data: []byte(fmt.Sprintf(
 				"git.commit.id.abbrev=0a1b2c3\ngit.commit.time=2025-11-20T10:00:00+0000\nproject.version=%s\nscala.binary.version=%s\n", v, scala))},
-			Entry{Name: "org/apache/flink/runtime/entrypoint/ClusterEntrypoint.class", Data: classBytes("flink-dist")}))
+			Entry{Name: "org/apache/flink/runtime/entrypoint/ClusterEntrypoint.class", Data: classBytes("flink-dist")},
+			Entry{Name: "org/slf4j/LoggerFactory.class", Data: classBytes("slf4j-api")})) // flink-dist bundles SLF4J 1.7's API
 	}
 	planner := cmp.Or(d.Planner, "loader")
 	if planner == "loader" || planner == "both" {
@@ -140,7 +141,8 @@ func (d Dist) Tree() map[string][]byte {
 	for _, name := range []string{"log4j-1.2-api", "log4j-api", "log4j-core", "log4j-slf4j-impl"} {
 		entries := []Entry{{Name: "org/apache/logging/log4j/" + strings.TrimPrefix(name, "log4j-") + "/Marker.class", Data: classBytes(name)}}
 		if name == "log4j-slf4j-impl" { // Log4j's SLF4J binding, as the real JAR holds it
-			entries = append(entries, Entry{Name: "org/apache/logging/slf4j/Log4jLoggerFactory.class", Data: classBytes("Log4jLoggerFactory")})
+			entries = append(entries, Entry{Name: "org/apache/logging/slf4j/Log4jLoggerFactory.class", Data: classBytes("Log4jLoggerFactory")},
+				Entry{Name: "org/slf4j/impl/StaticLoggerBinder.class", Data: classBytes("StaticLoggerBinder")})
 		}
 		lib(name+"-"+log4j+".jar", JAR(Manifest("Implementation-Title", name, "Implementation-Version", log4j), entries...))
 	}
