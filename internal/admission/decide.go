@@ -59,7 +59,11 @@ type SQLFile struct {
 	// it. A file in usrlib that nothing names may not be run.
 	Named bool
 	Uses  []sqlscan.Use
-	Err   string // not read (too large, not a regular file): not judged
+	// AddsCode are the lines of its statements that add JARs to the
+	// job's class path (ADD JAR, USING JAR, SET 'pipeline.jars'), where a
+	// factory may come from.
+	AddsCode []int
+	Err      string // not read (too large, not a regular file): not judged
 }
 
 // Unlisted is a directory that cannot be listed: JARs in it may be

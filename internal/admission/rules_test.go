@@ -371,6 +371,42 @@ var deepCases = []ruleCase{
 
 func init() { cases = append(cases, deepCases...) }
 
+// sqlWith is sqlCase's lib with the job's SQL given.
+func sqlWith(sql string) fstest.MapFS {
+	m := sqlCase("acme")
+	return put(m, testkit.FlinkHome+"/usrlib/job.sql", []byte(sql))
+}
+
+// TestTableFactoryMissingMergesAndYields: one finding per identifier of a
+// file, naming its tables; a warning where the SQL adds JARs, a template
+// not judged.
+func TestTableFactoryMissingMergesAndYields(t *testing.T) {
+	t.Parallel()
+	s := defaults
+	s.Deep, s.Args = true, []string{"/opt/flink/usrlib/job.sql"}
+	missing := func(sql string) []admission.Finding {
+		var out []admission.Finding
+		for _, f := range decide(t, sqlWith(sql), s).Findings {
+			if f.Rule == "table-factory-missing" {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	got := missing("CREATE TABLE a (x INT) WITH ('connector' = 'kafka');\nCREATE TABLE b (x INT) WITH ('connector' = 'kafka');\nCREATE TABLE c (x INT) WITH ('connector' = 'acme', 'format' = 'avro');")
+	require.Len(t, got, 2)
+	assert.Contains(t, got[0].Message, "the connector 'kafka' of table a and 1 more has no factory")
+	assert.Contains(t, got[1].Message, "the format 'avro' of table c has no factory")
+	assert.Equal(t, admission.Error, got[0].Severity)
+
+	got = missing("ADD JAR '/opt/jars/kafka.jar';\nCREATE TABLE a (x INT) WITH ('connector' = 'kafka');")
+	require.Len(t, got, 1)
+	assert.Equal(t, admission.Warning, got[0].Severity)
+	assert.Contains(t, got[0].Message, "unless a JAR the SQL adds (line 1) answers it")
+
+	assert.Empty(t, missing("CREATE TABLE a (x INT) WITH ('connector' = '${SOURCE}');"), "a template is not judged")
+}
+
 // sqlCase is a lib with the acme connector (its factory listed) and a
 // job's SQL in usrlib naming connector id, which the process's arguments
 // name.

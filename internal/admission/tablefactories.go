@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
+	"github.com/streamfusion/image-entrypoint/internal/flinkconf"
 	"github.com/streamfusion/image-entrypoint/internal/jvm"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/sqlscan"
@@ -367,10 +368,13 @@ func factoryKinds(cp *jvm.Classpath, l *jvm.Loader, class string) []string {
 // CREATE TABLE's 'connector', 'format', 'key.format' or 'value.format',
 // a CREATE CATALOG's 'type') that no table factory on the class path
 // answers, of any kind: Flink's FactoryUtil fails the statement that uses
-// the table with "Could not find any factory for identifier". An error
-// when the process's arguments name the file (the job runs it); a
-// warning for a file of usrlib nothing names, and when a factory whose
-// identifier is computed (no constant) could be the one.
+// the table with "Could not find any factory for identifier". One finding
+// per file and identifier, naming its tables. An error when the process's
+// arguments name the file (the job runs it); a warning for a file of
+// usrlib nothing names, when the SQL or the configuration adds JARs to the
+// job's class path (ADD JAR, USING JAR, pipeline.jars or
+// pipeline.classpaths: the factory may be in one), and when a factory of
+// an asked kind has a computed identifier.
 func tableFactoryMissing(v *view) []Finding {
 	if len(v.SQL) == 0 || !tableFactoriesReadable(v) {
 		return nil
@@ -384,29 +388,65 @@ func tableFactoryMissing(v *view) []Finding {
 	for _, p := range t.computed {
 		computed = append(computed, strings.ReplaceAll(p.class, "/", ".")+" ("+p.jar+")")
 	}
+	var jarsConf []string
+	for _, k := range []string{"pipeline.jars", "pipeline.classpaths"} {
+		if e, ok := flinkconf.Last(v.Config.Entries, k); ok && strings.TrimSpace(e.Value) != "" {
+			jarsConf = append(jarsConf, fmt.Sprintf("%s (%s)", k, e.Source))
+		}
+	}
 	known := slices.Sorted(maps.Keys(answered))
 	var out []Finding
 	for _, file := range v.SQL {
+		type missing struct {
+			use   sqlscan.Use
+			names []string
+		}
+		var order []string
+		by := map[string]*missing{}
 		for _, u := range file.Uses {
 			if answered[u.Value] {
 				continue
 			}
+			k := u.Option + "\x00" + u.Value
+			if by[k] == nil {
+				by[k] = &missing{use: u}
+				order = append(order, k)
+			}
+			by[k].names = append(by[k].names, u.Statement+" "+u.Name)
+		}
+		for _, k := range order {
+			m := by[k]
+			u := m.use
 			what := "the " + u.Option
 			if u.Option == "type" {
 				what = "the catalog type"
 			}
+			users := m.names[0]
+			if n := len(m.names); n > 1 {
+				users = fmt.Sprintf("%s and %d more", m.names[0], n-1)
+			}
 			f := Finding{Path: file.Path,
-				Message:  fmt.Sprintf("%s '%s' of %s %s has no factory on the class path: Flink fails every statement that uses it with \"Could not find any factory for identifier '%s'\"", what, u.Value, u.Statement, u.Name, u.Value),
+				Message:  fmt.Sprintf("%s '%s' of %s has no factory on the class path: Flink fails every statement that uses it with \"Could not find any factory for identifier '%s'\"", what, u.Value, users, u.Value),
 				Found:    fmt.Sprintf("'%s' = '%s' (%s, line %d); the identifiers the class path answers: %s", u.Option, u.Value, file.Path, u.Line, listOr(known, "none")),
 				Required: fmt.Sprintf("a table factory answering '%s' in lib or usrlib", u.Value),
 				Fix:      factoryFix(u, v.line())}
+			var unless []string
 			if !file.Named {
 				f.Severity = Warning
 				f.Message += " (if the job runs this file: nothing the process is given names it)"
 			}
+			if len(file.AddsCode) > 0 {
+				unless = append(unless, fmt.Sprintf("a JAR the SQL adds (line %d) answers it", file.AddsCode[0]))
+			}
+			if len(jarsConf) > 0 {
+				unless = append(unless, "a JAR of "+strings.Join(jarsConf, ", ")+" answers it")
+			}
 			if len(computed) > 0 {
+				unless = append(unless, "a factory whose identifier is computed answers it: "+strings.Join(computed, ", "))
+			}
+			if len(unless) > 0 {
 				f.Severity = Warning
-				f.Message += fmt.Sprintf(", unless a factory whose identifier is computed answers it: %s", strings.Join(computed, ", "))
+				f.Message += ", unless " + strings.Join(unless, ", or ")
 			}
 			out = append(out, f)
 		}

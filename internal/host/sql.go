@@ -78,7 +78,8 @@ func gatherSQL(fsys fs.FS, s Settings, f *admission.Facts) []admission.SQLFile {
 		if err != nil {
 			sf.Err = err.Error()
 		} else {
-			sf.Uses = sqlscan.Scan(data)
+			r := sqlscan.Scan(data)
+			sf.Uses, sf.AddsCode = r.Uses, r.AddsCode
 		}
 		out = append(out, sf)
 	}

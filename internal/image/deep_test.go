@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -306,4 +307,25 @@ func TestVerifyDeepReadsUsrlibSQL(t *testing.T) {
 	require.Len(t, got, 1)
 	assert.Equal(t, "/opt/flink/usrlib/sql/job.sql", got[0].Path)
 	assert.Equal(t, admission.Warning, got[0].Severity)
+}
+
+// A check judges at most 64 SQL files of usrlib (a layer keeps no more,
+// and host reads no more), and none outside usrlib.
+func TestUsrlibSQLBounded(t *testing.T) {
+	t.Parallel()
+	var entries []imagekit.Entry
+	for i := range 70 {
+		entries = append(entries, imagekit.Entry{Name: fmt.Sprintf("/opt/flink/usrlib/q%02d.sql", i), Data: []byte("CREATE TABLE t (a INT) WITH ('connector' = 'kafka');")})
+	}
+	entries = append(entries, imagekit.Entry{Name: "/opt/flink/lib/x.sql", Data: []byte("CREATE TABLE t (a INT) WITH ('connector' = 'kafka');")})
+	res, err := VerifyOptions{Deep: true}.Verify(context.Background(), deepImage(t, entries))
+	require.NoError(t, err)
+	files := map[string]bool{}
+	for _, f := range res.Decision.Findings {
+		if f.Rule == "table-factory-missing" {
+			files[f.Path] = true
+		}
+	}
+	assert.Len(t, files, 64)
+	assert.False(t, files["/opt/flink/lib/x.sql"], "lib's SQL is not a job's")
 }

@@ -197,8 +197,8 @@ func (s *selection) key() string {
 }
 
 func (s *selection) keep(name string) (k fileUse, asJAR bool) {
-	if s.inDirs(name) && strings.HasSuffix(name, ".sql") {
-		return contents, false // a job's SQL (host.gatherSQL reads usrlib's)
+	if len(s.dirs) > 1 && strings.HasPrefix(name, s.dirs[1]) && strings.HasSuffix(name, ".sql") { // dirs end with a slash
+		return contents, false // a job's SQL in usrlib (host.gatherSQL reads it)
 	}
 	if s.inDirs(name) || s.jars[name] {
 		return contents, true
@@ -242,7 +242,12 @@ type scanner struct {
 	keep    *jarCopies      // when set, keeps a copy of every JAR read, for the deep check
 	layer   int             // the index of the layer scanned, for keep
 	budget  *spool.Budget   // reserved for the spool file's bytes while it holds a JAR
+	sqlKept int             // usrlib's SQL files kept from the layer, at most maxSQLKept
 }
+
+// maxSQLKept bounds the SQL files of usrlib one layer's facts keep (each
+// at most maxSmall bytes): host reads at most 64 of them.
+const maxSQLKept = 64
 
 // context is the scan's context (never cancelled without one).
 func (s *scanner) context() context.Context {
@@ -333,6 +338,12 @@ func (s *scanner) addImplied(lf *layerFacts) {
 	}
 }
 
+// entry adds one tar entry of the layer to its facts: what the selection
+// keeps of it (its JAR facts, a small file's bytes, a library's presence),
+// or that it hides a payload directory.
+//
+// It is long because it is one case per kind of entry and per use the
+// selection makes of it.
 func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 	name, err := clean(h.Name)
 	if err != nil {
@@ -399,7 +410,12 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 				return fmt.Errorf("read /%s: %w", name, err)
 			}
 			n.Data = data
+		case keep == contents && strings.HasSuffix(name, ".sql") && s.sqlKept >= maxSQLKept:
+			return nil // beyond the bound: not kept, as host reads no more
 		case keep == contents:
+			if strings.HasSuffix(name, ".sql") {
+				s.sqlKept++
+			}
 			data, err := io.ReadAll(io.LimitReader(tr, maxSmall+1))
 			if err != nil {
 				return fmt.Errorf("read /%s: %w", name, err)

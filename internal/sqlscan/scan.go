@@ -14,9 +14,11 @@
 // WITH followed by a parenthesized list outside the column list: its
 // 'key' = 'value' pairs. It does not read: options given any other way
 // (table hints, a LIKE clause's inherited options, a catalog's stored
-// tables, SET statements, a Hive dialect), Unicode-escaped literals
+// tables, a Hive dialect), Unicode-escaped literals
 // (U&'...'), or statements it cannot follow (an unclosed string or
-// comment ends the scan with what was found before it). Its internal test
+// comment ends the scan with what was found before it). It says which
+// statements add JARs (ADD JAR, USING JAR, SET 'pipeline.jars'), where a
+// factory may come from, and skips a value with a ${placeholder}. Its test
 // holds it to Flink's own parser on both lines (internal/realflink).
 package sqlscan
 
@@ -33,8 +35,25 @@ type Use struct {
 	Line      int // of the option's key, 1-based
 }
 
-// MaxBytes bounds the SQL Scan reads; longer text is cut there.
-const MaxBytes = 1 << 20
+// Bounds of Scan: the SQL it reads (longer text is cut there), and the
+// uses it returns (a file naming more is said to, Truncated).
+const (
+	MaxBytes = 1 << 20
+	MaxUses  = 256
+)
+
+// Result is what Scan found.
+type Result struct {
+	Uses []Use
+	// AddsCode are the statements that put JARs on the job's class path
+	// (ADD JAR, CREATE FUNCTION ... USING JAR, SET 'pipeline.jars' or
+	// 'pipeline.classpaths'), by line: a factory may come from them.
+	AddsCode []int
+	// Templated counts the factory options whose value holds a
+	// placeholder (${...}) a runner fills in: not judged.
+	Templated int
+	Truncated bool // more than MaxUses uses
+}
 
 // tableOptions are the options of a table that name a factory.
 var tableOptions = []string{"connector", "format", "key.format", "value.format"}
@@ -55,12 +74,13 @@ type token struct {
 }
 
 // Scan returns the factory identifiers the statements of sql name, in
-// order. Text past MaxBytes is not read.
-func Scan(sql []byte) []Use {
+// order, and the statements that add JARs. Text past MaxBytes is not read.
+func Scan(sql []byte) Result {
 	if len(sql) > MaxBytes {
 		sql = sql[:MaxBytes]
 	}
-	var out []Use
+	var r Result
+	var uses []Use
 	var stmt []token
 	depth := 0
 	lex(string(sql), func(t token) {
@@ -70,17 +90,56 @@ func Scan(sql []byte) []Use {
 		case t.kind == punct && t.text == ")" && depth > 0:
 			depth--
 		case t.kind == punct && t.text == ";" && depth == 0:
-			out = statement(stmt, out)
+			uses = statement(stmt, uses, &r)
 			stmt = stmt[:0]
 			return
 		}
 		stmt = append(stmt, t)
 	})
-	return statement(stmt, out)
+	uses = statement(stmt, uses, &r)
+	for _, u := range uses {
+		switch {
+		case strings.Contains(u.Value, "${"):
+			r.Templated++
+		case len(r.Uses) == MaxUses:
+			r.Truncated = true
+		default:
+			r.Uses = append(r.Uses, u)
+		}
+	}
+	return r
 }
 
-// statement appends the uses of one statement's tokens.
-func statement(ts []token, out []Use) []Use {
+// addsCode says whether a statement's tokens put JARs on the class path.
+func addsCode(ts []token) bool {
+	word := func(i int, w string) bool {
+		return i < len(ts) && ts[i].kind == word && strings.EqualFold(ts[i].text, w)
+	}
+	switch {
+	case word(0, "ADD") && word(1, "JAR"):
+		return true
+	case word(0, "SET") && len(ts) > 1 && ts[1].kind == literal:
+		return ts[1].text == "pipeline.jars" || ts[1].text == "pipeline.classpaths"
+	case word(0, "CREATE"):
+		for i := range ts {
+			if word(i, "USING") && word(i+1, "JAR") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// statement appends the uses of one statement's tokens, and notes one
+// that adds code in r.
+func statement(ts []token, out []Use, r *Result) []Use {
+	if addsCode(ts) {
+		r.AddsCode = append(r.AddsCode, ts[0].line)
+		return out
+	}
+	if len(out) > MaxUses { // more are only counted as more
+		return out
+	}
 	i := 0
 	next := func(words ...string) bool {
 		if i < len(ts) && ts[i].kind == word {

@@ -3,7 +3,6 @@ package sqlscan_test
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -46,34 +45,51 @@ INSERT INTO out SELECT id FROM orders;`, []sqlscan.Use{
 			{Statement: "table", Name: "a", Option: "connector", Value: "datagen", Line: 1}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, sqlscan.Scan([]byte(c.sql)))
+			assert.Equal(t, c.want, sqlscan.Scan([]byte(c.sql)).Uses)
 		})
 	}
 }
 
-// Hostile input: a megabyte of open parentheses, of quotes, of WITHs is
-// scanned in linear time, and text past MaxBytes is not read.
+// Hostile input: a megabyte of open parentheses, of quotes, of WITHs, of
+// statements or of options in one is scanned in one pass, gives at most
+// MaxUses uses, and text past MaxBytes is not read.
 func TestScanHostile(t *testing.T) {
 	for name, sql := range map[string]string{
 		"parentheses": "CREATE TABLE t " + strings.Repeat("(", sqlscan.MaxBytes),
 		"quotes":      "CREATE TABLE t WITH (" + strings.Repeat("'', ", sqlscan.MaxBytes/4),
 		"withs":       strings.Repeat("CREATE TABLE t WITH ", sqlscan.MaxBytes/20),
 		"statements":  strings.Repeat("CREATE TABLE t WITH ('connector'='x');", sqlscan.MaxBytes/38),
+		"options":     "CREATE TABLE t WITH (" + strings.Repeat("'format'='x', ", sqlscan.MaxBytes/15) + "'a'='b')",
 	} {
-		start := time.Now()
 		got := sqlscan.Scan([]byte(sql))
-		assert.Less(t, time.Since(start), 5*time.Second, name)
-		assert.LessOrEqual(t, len(got), sqlscan.MaxBytes/38+1, name)
+		assert.LessOrEqual(t, len(got.Uses), sqlscan.MaxUses, name)
+		if name == "statements" || name == "options" {
+			assert.True(t, got.Truncated, name)
+		}
 	}
 	past := strings.Repeat(" ", sqlscan.MaxBytes) + "CREATE TABLE t WITH ('connector' = 'x')"
-	assert.Empty(t, sqlscan.Scan([]byte(past)), "past MaxBytes")
+	assert.Empty(t, sqlscan.Scan([]byte(past)).Uses, "past MaxBytes")
+}
+
+// Statements that put JARs on the class path are noted by line, and a
+// templated value is counted, not judged.
+func TestScanAddsCodeAndTemplates(t *testing.T) {
+	got := sqlscan.Scan([]byte("ADD JAR '/opt/jars/kafka.jar';\nSET 'pipeline.jars' = 'file:///x.jar';\nSET 'table.exec.x' = '1';\n" +
+		"CREATE TEMPORARY FUNCTION f AS 'a.F' USING JAR '/f.jar';\nCREATE TABLE t (a INT) WITH ('connector' = '${SOURCE}', 'format' = 'json');"))
+	assert.Equal(t, []int{1, 2, 4}, got.AddsCode)
+	assert.Equal(t, 1, got.Templated)
+	assert.Equal(t, []sqlscan.Use{{Statement: "table", Name: "t", Option: "format", Value: "json", Line: 5}}, got.Uses)
 }
 
 func FuzzScan(f *testing.F) {
 	f.Add([]byte("CREATE TABLE t (a INT) WITH ('connector' = 'kafka', 'format' = 'json');"))
 	f.Add([]byte("create catalog c with ('type'='hive'); /* x */ -- y\n'it''s'"))
 	f.Fuzz(func(t *testing.T, sql []byte) {
-		for _, u := range sqlscan.Scan(sql) {
+		r := sqlscan.Scan(sql)
+		if len(r.Uses) > sqlscan.MaxUses {
+			t.Fatalf("%d uses", len(r.Uses))
+		}
+		for _, u := range r.Uses {
 			if u.Statement != "table" && u.Statement != "catalog" || u.Line < 1 {
 				t.Fatalf("%+v", u)
 			}
