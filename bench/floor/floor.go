@@ -1,6 +1,6 @@
 // Package floor is the least work the deep check can do on what it read:
 // each JAR's central directory read, and each class entry the check
-// inflated (payload.Inflated records them) inflated once, on every core,
+// inflated (payload.OnInflate records them) inflated once, on every core,
 // with the faster of the two inflaters the module has (klauspost/compress,
 // which the check uses too). It parses nothing and judges nothing. The
 // benchmarks print the check's time over the floor's, measured in the
@@ -31,18 +31,20 @@ import (
 // the entry's name.
 type Class struct{ JAR, Entry string }
 
-// Record runs run with payload.Inflated set and returns every class
+// Record runs run with payload.OnInflate set and returns every class
 // entry it inflated, each once, in a stable order.
 func Record(run func() error) ([]Class, error) {
 	var mu sync.Mutex
 	seen := map[Class]bool{}
-	payload.Inflated = func(jar, entry string) {
+	payload.OnInflate(func(jar, entry string) {
 		mu.Lock()
 		seen[Class{jar, entry}] = true
 		mu.Unlock()
-	}
+	})
 	err := run()
-	payload.Inflated = nil
+	payload.OnInflate(nil)
+	mu.Lock() // a read still under way when run returned has recorded or will not
+	defer mu.Unlock()
 	out := make([]Class, 0, len(seen))
 	for c := range seen {
 		out = append(out, c)

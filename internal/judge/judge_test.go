@@ -128,9 +128,9 @@ func TestImagesNotJudged(t *testing.T) {
 		reg := &stalled{asked: make(chan struct{}), release: make(chan struct{})}
 		t.Cleanup(func() { close(reg.release) })
 		j := &judge.Judge{Cache: verdict.New(verdict.Options{Remote: []remote.Option{remote.WithTransport(reg)}})}
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		o := j.Object(ctx, object(t, "FlinkDeployment", "app", fmt.Sprintf(`{"image":%q,"flinkVersion":"v2_2"}`, ref)), 200*time.Millisecond)
+		o := j.Object(ctx, object(t, "FlinkDeployment", "app", fmt.Sprintf(`{"image":%q,"flinkVersion":"v2_2"}`, ref)), time.Second)
 		select {
 		case <-reg.asked:
 		case <-time.After(5 * time.Second):
@@ -144,7 +144,7 @@ func TestImagesNotJudged(t *testing.T) {
 			assert.ErrorIs(t, iv.Err, context.DeadlineExceeded)
 			assert.False(t, iv.Admitted)
 		}
-		late := ": not verified within 200ms (the verification goes on; a retry is answered from its result)"
+		late := ": not verified within 1s (the verification goes on; a retry is answered from its result)"
 		assert.Equal(t, "FlinkDeployment flink/app: "+
 			"flink-main-container (kubernetes-jobmanager) image "+ref+late+"; "+
 			"flink-main-container (kubernetes-taskmanager) image "+ref+late, o.Message)
@@ -158,18 +158,18 @@ func TestImagesNotJudged(t *testing.T) {
 		reg := &stalled{asked: make(chan struct{}), release: make(chan struct{})}
 		t.Cleanup(func() { close(reg.release) })
 		j := &judge.Judge{Cache: verdict.New(verdict.Options{Remote: []remote.Option{remote.WithTransport(reg)}}), Reads: 1}
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		o := j.Object(ctx, object(t, "FlinkDeployment", "app", fmt.Sprintf(`{"image":%q,"flinkVersion":"v2_2",
-			"taskManager":{"podTemplate":{"spec":{"containers":[{"name":"flink-main-container","image":"registry.test/other:1"}]}}}}`, jm)), 200*time.Millisecond)
+			"taskManager":{"podTemplate":{"spec":{"containers":[{"name":"flink-main-container","image":"registry.test/other:1"}]}}}}`, jm)), time.Second)
 		require.True(t, o.Unverified, "%+v", o)
 		require.Len(t, o.Images, 2)
 		assert.True(t, o.Images[0].Late, "the JobManager's image was being read")
 		assert.False(t, o.Images[1].Late, "the TaskManager's image was never started")
 		assert.ErrorIs(t, o.Images[1].Err, context.DeadlineExceeded)
 		assert.Equal(t, "FlinkDeployment flink/app: "+
-			"flink-main-container (kubernetes-jobmanager) image "+jm+": not verified within 200ms (the verification goes on; a retry is answered from its result); "+
-			"flink-main-container (kubernetes-taskmanager) image registry.test/other:1: not verified within 200ms: "+
+			"flink-main-container (kubernetes-jobmanager) image "+jm+": not verified within 1s (the verification goes on; a retry is answered from its result); "+
+			"flink-main-container (kubernetes-taskmanager) image registry.test/other:1: not verified within 1s: "+
 			"not started: the deadline passed before its verification began (1 other image(s) of the object were started first, at most 1 at once)", o.Message)
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	kflate "github.com/klauspost/compress/flate"
 
@@ -130,8 +131,8 @@ func (a *Archive) Class(name string, buf []byte) ([]byte, error) {
 	if a.d == nil {
 		return nil, fmt.Errorf("%s: no bytes of class %s (an index only)", a.Path, name)
 	}
-	if h := Inflated; h != nil {
-		h(a.Path, ce.e.name)
+	if h := inflated.Load(); h != nil {
+		(*h)(a.Path, ce.e.name)
 	}
 	data, err := classBytes(a.d, &ce.e, buf)
 	if err != nil {
@@ -140,12 +141,21 @@ func (a *Archive) Class(name string, buf []byte) ([]byte, error) {
 	return data, nil
 }
 
-// Inflated is, when set, called with the path and entry name of each
-// class Class reads, from the goroutine that reads it. It is the
-// benchmarks' record of what the deep check read (bench/floor holds the
-// check to the least work that reading takes); the programs never set it.
-// Set it before the reads start.
-var Inflated func(jar, entry string)
+// inflated is OnInflate's function.
+var inflated atomic.Pointer[func(jar, entry string)]
+
+// OnInflate sets a function called with the path and entry name of each
+// class Class reads, from the goroutine that reads it (nil: none). It is
+// the benchmarks' record of what the deep check read (bench/floor holds
+// the check to the least work that reading takes); the programs never set
+// it.
+func OnInflate(f func(jar, entry string)) {
+	if f == nil {
+		inflated.Store(nil)
+		return
+	}
+	inflated.Store(&f)
+}
 
 var classInflaters sync.Pool
 
