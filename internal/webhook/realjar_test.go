@@ -210,17 +210,8 @@ func BenchmarkSessionJobReview(b *testing.B) {
 		}
 		first := reviewOf(b, "FlinkSessionJob", admissionv1.Create, sessionJobWith("real", r.jars.URL+"/flink-connector-kafka-3.2.0-1.18.jar", nil))
 		startServer(b, r.configWith(b, deep, ""), http.DefaultTransport).postWithin(b, first, "30s")
-		b.ResetTimer()
-		b.StopTimer()
-		for range b.N {
-			s := startServer(b, r.configWith(b, deep, ""), http.DefaultTransport)
-			s.postWithin(b, cluster, "30s")
-			b.StartTimer()
-			run(b, s)
-			b.StopTimer()
-		}
+		perReview := timeReviews(b, func() *server { return startServer(b, r.configWith(b, deep, ""), http.DefaultTransport) }, cluster, func(s *server) { run(b, s) })
 		if reuse {
-			perReview := b.Elapsed() / time.Duration(b.N)
 			s := startServer(b, r.configWith(b, deep, ""), http.DefaultTransport)
 			s.postWithin(b, cluster, "30s")
 			reportFloor(b, perReview, func() { run(b, s) }, nil)
@@ -252,16 +243,7 @@ func BenchmarkSessionJobReview(b *testing.B) {
 			require.True(b, out.Response.Allowed, "%+v", out.Response.Result)
 		}
 		startServer(b, r.configWith(b, deep, ""), http.DefaultTransport).postWithin(b, cluster, "30s") // lib kept
-		b.ResetTimer()
-		b.StopTimer()
-		for range b.N {
-			s := startServer(b, r.configWith(b, deep, ""), http.DefaultTransport)
-			s.postWithin(b, cluster, "30s")
-			b.StartTimer()
-			review(s)
-			b.StopTimer()
-		}
-		perReview := b.Elapsed() / time.Duration(b.N)
+		perReview := timeReviews(b, func() *server { return startServer(b, r.configWith(b, deep, ""), http.DefaultTransport) }, cluster, review)
 		if perReview > 1500*time.Millisecond {
 			b.Logf("budget FAIL: a review of a new %d MB job JAR, %s; at most 1.5 s", len(data)>>20, perReview.Round(time.Millisecond))
 		} else {
@@ -310,6 +292,21 @@ func BenchmarkSessionJobReview(b *testing.B) {
 		}
 		require.Equal(b, int64(2*b.N), cfg.Cache.Stats.Content.Load()-before, "each rebuild's image and JAR verdicts found by content")
 	})
+}
+
+// timeReviews times b.N reviews, each on a new server (newServer) that
+// has reviewed the cluster first, and returns the time of one.
+func timeReviews(b *testing.B, newServer func() *server, cluster []byte, review func(*server)) time.Duration {
+	b.ResetTimer()
+	b.StopTimer()
+	for range b.N {
+		s := newServer()
+		s.postWithin(b, cluster, "30s")
+		b.StartTimer()
+		review(s)
+		b.StopTimer()
+	}
+	return b.Elapsed() / time.Duration(b.N)
 }
 
 // floorBudget is the most a review of a new job JAR may take over the
