@@ -62,8 +62,9 @@ type SQLFile struct {
 	// AddsCode are the lines of its statements that add JARs to the
 	// job's class path (ADD JAR, USING JAR, SET 'pipeline.jars'), where a
 	// factory may come from.
-	AddsCode []int
-	Err      string // not read (too large, not a regular file): not judged
+	AddsCode  []int
+	Truncated bool   // more factory options than the scanner returns (sqlscan.MaxUses): the rest not judged
+	Err       string // not read (too large, not a regular file): not judged
 }
 
 // Unlisted is a directory that cannot be listed: JARs in it may be

@@ -384,16 +384,7 @@ func tableFactoryMissing(v *view) []Finding {
 	for _, a := range t.answers {
 		answered[a.id] = true
 	}
-	var computed []string
-	for _, p := range t.computed {
-		computed = append(computed, strings.ReplaceAll(p.class, "/", ".")+" ("+p.jar+")")
-	}
-	var jarsConf []string
-	for _, k := range []string{"pipeline.jars", "pipeline.classpaths"} {
-		if e, ok := flinkconf.Last(v.Config.Entries, k); ok && strings.TrimSpace(e.Value) != "" {
-			jarsConf = append(jarsConf, fmt.Sprintf("%s (%s)", k, e.Source))
-		}
-	}
+	computed, jarsConf := otherFactorySources(v, t)
 	known := slices.Sorted(maps.Keys(answered))
 	var out []Finding
 	for _, file := range v.SQL {
@@ -430,6 +421,9 @@ func tableFactoryMissing(v *view) []Finding {
 				Found:    fmt.Sprintf("'%s' = '%s' (%s, line %d); the identifiers the class path answers: %s", u.Option, u.Value, file.Path, u.Line, listOr(known, "none")),
 				Required: fmt.Sprintf("a table factory answering '%s' in lib or usrlib", u.Value),
 				Fix:      factoryFix(u, v.line())}
+			if file.Truncated {
+				f.Found += fmt.Sprintf("; only the file's first %d factory options were read", sqlscan.MaxUses)
+			}
 			var unless []string
 			if !file.Named {
 				f.Severity = Warning
@@ -452,6 +446,21 @@ func tableFactoryMissing(v *view) []Finding {
 		}
 	}
 	return out
+}
+
+// otherFactorySources are where a factory this check does not see may
+// come from: providers whose identifier is computed, and the
+// configuration's pipeline.jars and pipeline.classpaths.
+func otherFactorySources(v *view, t *tableAnalysis) (computed, jarsConf []string) {
+	for _, p := range t.computed {
+		computed = append(computed, strings.ReplaceAll(p.class, "/", ".")+" ("+p.jar+")")
+	}
+	for _, k := range []string{"pipeline.jars", "pipeline.classpaths"} {
+		if e, ok := flinkconf.Last(v.Config.Entries, k); ok && strings.TrimSpace(e.Value) != "" {
+			jarsConf = append(jarsConf, fmt.Sprintf("%s (%s)", k, e.Source))
+		}
+	}
+	return computed, jarsConf
 }
 
 // listOr is the list, or none when it is empty.

@@ -79,7 +79,7 @@ func gatherSQL(fsys fs.FS, s Settings, f *admission.Facts) []admission.SQLFile {
 			sf.Err = err.Error()
 		} else {
 			r := sqlscan.Scan(data)
-			sf.Uses, sf.AddsCode = r.Uses, r.AddsCode
+			sf.Uses, sf.AddsCode, sf.Truncated = r.Uses, r.AddsCode, r.Truncated
 		}
 		out = append(out, sf)
 	}

@@ -45,15 +45,17 @@ const (
 // Result is what Scan found.
 type Result struct {
 	Uses []Use
-	// AddsCode are the statements that put JARs on the job's class path
-	// (ADD JAR, CREATE FUNCTION ... USING JAR, SET 'pipeline.jars' or
-	// 'pipeline.classpaths'), by line: a factory may come from them.
-	AddsCode []int
-	// Templated counts the factory options whose value holds a
-	// placeholder (${...}) a runner fills in: not judged.
-	Templated int
-	Truncated bool // more than MaxUses uses
+	// AddsCode are the lines of the first statements (at most MaxAddsCode)
+	// that put JARs on the job's class path (ADD JAR, CREATE FUNCTION ...
+	// USING JAR, SET 'pipeline.jars' or 'pipeline.classpaths'): a factory
+	// may come from them. A factory option whose value holds a
+	// placeholder (${...}) a runner fills in is not a use.
+	AddsCode  []int
+	Truncated bool // more than MaxUses uses: the rest are not returned
 }
+
+// MaxAddsCode bounds Result.AddsCode.
+const MaxAddsCode = 8
 
 // tableOptions are the options of a table that name a factory.
 var tableOptions = []string{"connector", "format", "key.format", "value.format"}
@@ -100,7 +102,6 @@ func Scan(sql []byte) Result {
 	for _, u := range uses {
 		switch {
 		case strings.Contains(u.Value, "${"):
-			r.Templated++
 		case len(r.Uses) == MaxUses:
 			r.Truncated = true
 		default:
@@ -134,7 +135,9 @@ func addsCode(ts []token) bool {
 // that adds code in r.
 func statement(ts []token, out []Use, r *Result) []Use {
 	if addsCode(ts) {
-		r.AddsCode = append(r.AddsCode, ts[0].line)
+		if len(r.AddsCode) < MaxAddsCode {
+			r.AddsCode = append(r.AddsCode, ts[0].line)
+		}
 		return out
 	}
 	if len(out) > MaxUses { // more are only counted as more

@@ -77,7 +77,8 @@ func TestScanAddsCodeAndTemplates(t *testing.T) {
 	got := sqlscan.Scan([]byte("ADD JAR '/opt/jars/kafka.jar';\nSET 'pipeline.jars' = 'file:///x.jar';\nSET 'table.exec.x' = '1';\n" +
 		"CREATE TEMPORARY FUNCTION f AS 'a.F' USING JAR '/f.jar';\nCREATE TABLE t (a INT) WITH ('connector' = '${SOURCE}', 'format' = 'json');"))
 	assert.Equal(t, []int{1, 2, 4}, got.AddsCode)
-	assert.Equal(t, 1, got.Templated)
+	many := sqlscan.Scan([]byte(strings.Repeat("ADD JAR '/x.jar';\n", 100)))
+	assert.Len(t, many.AddsCode, sqlscan.MaxAddsCode)
 	assert.Equal(t, []sqlscan.Use{{Statement: "table", Name: "t", Option: "format", Value: "json", Line: 5}}, got.Uses)
 }
 
