@@ -46,8 +46,9 @@ type Baked struct {
 }
 
 // bakedLinkage is the deep rules' findings with a baked verdict: the
-// verdict's, then those of the usrlib JARs it does not cover, each judged
-// against lib as the verdict's class index holds it. lib's JARs are only
+// verdict's, then those of the usrlib JARs it does not cover and of the
+// plugins (never baked), each judged against lib as the verdict's class
+// index holds it. lib's JARs are only
 // resolved against (the verdict judged them); shadowing is reported only
 // where a usrlib JAR takes part. What a usrlib class reaches inside a lib
 // connector is not judged again.
@@ -67,7 +68,7 @@ func (v *view) bakedLinkage() *linkage {
 			l.version = append(l.version, f)
 		}
 	}
-	if len(v.Deep.Usrlib) == 0 {
+	if len(v.Deep.Usrlib) == 0 && len(v.Deep.Plugins) == 0 {
 		return l
 	}
 	cp := newClasspath(v.Deep)
@@ -105,6 +106,7 @@ func (v *view) bakedLinkage() *linkage {
 	l.method = append(l.method, fresh.method...)
 	l.field = append(l.field, fresh.field...)
 	l.version = append(l.version, fresh.version...)
+	v.judgePlugins(cp, jars, l)
 	return l
 }
 

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,10 +33,26 @@ type Deep struct {
 	VerdictErr  error
 	VerdictPath string
 
+	// Plugins are the plugin folders with a JAR to judge (one not the
+	// host's own), each judged in the class loader Flink's PluginLoader
+	// gives it: its JARs, lib only for PluginParentFirst.
+	Plugins               []DeepPlugin
+	PluginParentFirst     []string
+	PluginParentFirstFrom string
+
 	// Prewalk is parsing usrlib's classes ahead of the linkage walk
 	// (jvm.StartPrewalk), nil when nothing is; the classpath model of
 	// the rules adopts it, Close stops it.
 	Prewalk *jvm.Prewalk
+}
+
+// DeepPlugin is one plugin folder of the deep facts: its JARs as read at
+// the listing and, parallel to them, their archives (nil where one could
+// not be opened).
+type DeepPlugin struct {
+	Name, Dir string
+	JARs      []*payload.JAR
+	Archives  []*payload.Archive
 }
 
 // Close releases the JARs the indexes keep open.
@@ -44,7 +61,11 @@ func (d *Deep) Close() {
 		return
 	}
 	d.Prewalk.Stop()
-	for _, a := range append(append([]*payload.Archive(nil), d.Lib...), d.Usrlib...) {
+	all := slices.Concat(d.Lib, d.Usrlib)
+	for _, p := range d.Plugins {
+		all = append(all, p.Archives...)
+	}
+	for _, a := range all {
 		_ = a.Close() // read-only files: nothing is lost on a failed close
 	}
 }
@@ -52,6 +73,10 @@ func (d *Deep) Close() {
 // searched says where a loader looks for a class, for a finding.
 func searched(l *jvm.Loader, name string) string {
 	switch {
+	case l.Isolated && l.ParentFirstFor(name):
+		return "lib, then " + l.Name + " (a plugin parent-first pattern)"
+	case l.Isolated:
+		return l.Name + " (" + plural(len(l.JARs), "JAR") + "; a plugin's class loader takes from lib only the classes of its parent-first patterns)"
 	case l.Parent == nil:
 		return "lib (" + plural(len(l.JARs), "JAR") + ", flink-dist last)"
 	case l.ParentFirstFor(name):

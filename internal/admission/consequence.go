@@ -201,6 +201,12 @@ type missingClass struct {
 	JARSeverity Severity
 	// MustLoad: the JAR is a payload, or a stock JAR a payload requires.
 	MustLoad bool
+	// InLib: the JAR is a plugin's, and lib has the class, but the
+	// plugin's class loader does not look in lib for it (no plugin
+	// parent-first pattern covers it).
+	InLib bool
+	// Plugin: the JAR is a plugin's, entered only through Flink's services.
+	Plugin bool
 }
 
 // missingVerdict is judgeMissing's answer.
@@ -222,11 +228,21 @@ const (
 // judgeMissing is the linkage-class policy: whether a class that does not
 // load is reported, and how severely. Severity follows consequence: an
 // error where the host's own API changed under the JAR; the JAR's own
-// severity where the classpath lacks a class of a package it has; a
+// severity where the classpath lacks a class of a package it has, or a
+// plugin's own code uses a class of lib its class loader does not see; a
 // library nothing provides is one the user may be meant to add, a warning,
 // unless a JAR that must load is built on it.
 func judgeMissing(m missingClass) (missingVerdict, Severity) {
 	switch {
+	case m.Plugin && !m.OwnCode && !m.HostProvides:
+		// Code a plugin bundles (Hadoop, an SDK) naming what neither the
+		// plugin nor the patterns give it: a path of that library the
+		// plugin does not take on any host (real 2.2.0 opens s3 with the
+		// 2.1.1 plugin, whose bundled Hadoop names lib's lz4 and its SDK
+		// classes it lacks), not the host's doing.
+		return missingQuiet, ""
+	case m.InLib:
+		return missingReported, m.JARSeverity
 	case !m.Provided && !m.Dropped && (!m.OwnCode || m.ClusterProvided || m.Undeclared):
 		return missingQuiet, ""
 	case m.Dropped:

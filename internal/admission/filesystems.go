@@ -342,17 +342,7 @@ func pluginsRelease(v *view) []Finding {
 			folderOf[j] = p.Name
 		}
 	}
-	used := map[string]string{} // plugin folder -> "key: value" of a location it serves
-	if fsys.FactoriesRead {
-		rel, _ := v.confRelease()
-		for _, l := range locations(rel, v.Config.Role, v.Config.Entries) {
-			for _, f := range fsys.Factories {
-				if f.Plugin != "" && l.Err == "" && f.Scheme == l.Scheme && used[f.Plugin] == "" {
-					used[f.Plugin] = fmt.Sprintf("%s: %s (%s)", l.Key, l.Value, l.Source)
-				}
-			}
-		}
-	}
+	used := v.pluginsInUse()
 	host := strings.Split(v.release.Version, ".")
 	var out []Finding
 	for _, j := range v.Plugins {

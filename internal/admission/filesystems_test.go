@@ -145,3 +145,71 @@ func TestFileSystemRules(t *testing.T) {
 		})
 	}
 }
+
+// acmePlugin is a file system plugin for the scheme acme whose factory
+// calls a class of com.acme.util, which the plugin does not bundle;
+// manifest is its JAR's manifest.
+func acmePlugin(manifest string) []byte {
+	return testkit.ClassJAR(manifest, []testkit.Class{{Name: "com/acme/fs/AcmeFactory", Returns: map[string]string{"getScheme": "acme"},
+		Calls: []testkit.Call{{Owner: "com/acme/util/Helper", Name: "make", Descriptor: "()V"}}}},
+		map[string][]string{"org.apache.flink.core.fs.FileSystemFactory": {"com.acme.fs.AcmeFactory"}})
+}
+
+func acmeUtil() []byte {
+	return testkit.ClassJAR("", []testkit.Class{{Name: "com/acme/util/Helper", Methods: []testkit.Member{{Name: "make", Descriptor: "()V"}}}}, nil)
+}
+
+// TestPluginLinkageInItsOwnLoader: a plugin's code is resolved in the
+// class loader Flink's PluginLoader gives it, its own JARs and lib only
+// for the plugin parent-first patterns: a class lib has that no pattern
+// covers does not load (an error when a configured location needs the
+// plugin, a warning otherwise); the same class in the plugin's folder, or
+// a pattern covering it, mends it; the host's own plugins are not judged.
+// Real Flink's verdict on the same layout is internal/realflink's
+// TestFileSystemsAsFlinkResolvesThem.
+func TestPluginLinkageInItsOwnLoader(t *testing.T) {
+	t.Parallel()
+	const uses = "execution.checkpointing.dir: acme://b/cp\n"
+	layout := func(conf string, files map[string][]byte) fstest.MapFS {
+		m := put(withConf("2.2.1", nil), testkit.FlinkHome+"/conf/config.yaml", []byte(conf))
+		put(m, testkit.LibDir+"/acme-util-1.0.jar", acmeUtil())
+		for name, data := range files {
+			put(m, plugins+"/"+name, data)
+		}
+		return m
+	}
+	own := testkit.Manifest("Implementation-Vendor-Id", "org.apache.flink", "Implementation-Title", "Flink : FileSystems : Acme", "Implementation-Version", "2.2.1")
+	for _, c := range []struct {
+		name     string
+		root     fstest.MapFS
+		severity string // of the linkage-class finding; "" none
+	}{
+		{"a class of lib the plugin needs", layout(uses, map[string][]byte{"acme/acme-fs-1.0.jar": acmePlugin("")}), "error"},
+		{"the same, no location uses the plugin", layout("execution.checkpointing.dir: file:///cp\n", map[string][]byte{"acme/acme-fs-1.0.jar": acmePlugin("")}), "warning"},
+		{"the library in the plugin's folder", layout(uses, map[string][]byte{"acme/acme-fs-1.0.jar": acmePlugin(""), "acme/acme-util-1.0.jar": acmeUtil()}), ""},
+		{"a plugin parent-first pattern covering it", layout(uses+"plugin.classloader.parent-first-patterns.additional: com.acme.util\n", map[string][]byte{"acme/acme-fs-1.0.jar": acmePlugin("")}), ""},
+		{"the host's own plugin", layout(uses, map[string][]byte{"acme/flink-acme-fs-2.2.1.jar": acmePlugin(own)}), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := confSettings("jobmanager", nil, "")
+			s.Deep = true
+			d := decide(t, c.root, s)
+			var got []string
+			for _, f := range d.Findings {
+				if !strings.HasPrefix(f.Rule, "linkage-") {
+					continue
+				}
+				got = append(got, string(f.Severity)+" "+f.Rule+" "+f.Path)
+				assert.Contains(t, f.Message, "in its plugin's class loader")
+				assert.Contains(t, f.Found, "lib has it (/"+testkit.LibDir+"/acme-util-1.0.jar)")
+				assert.Contains(t, f.Fix, "/"+plugins+"/acme/ beside acme-fs-1.0.jar")
+				assert.Contains(t, f.Fix, "plugin.classloader.parent-first-patterns.additional")
+			}
+			if c.severity == "" {
+				assert.Empty(t, got)
+				return
+			}
+			assert.Equal(t, []string{c.severity + " linkage-class /" + plugins + "/acme/acme-fs-1.0.jar"}, got)
+		})
+	}
+}

@@ -46,6 +46,10 @@ type deepJAR struct {
 	// code must load (a library it is built on absent is an error).
 	mustLoad bool
 	builtFor string // "Flink A.B (evidence)" from its stock identity, or ""
+	plugin   string // the plugin folder's name, for a plugin's JAR
+	// roots are its entry points when not all of jvm.EntryPoints are
+	// (a plugin's: the providers of Flink's services only).
+	roots []string
 }
 
 // linkage is what the deep rules found, computed once per decision.
@@ -94,6 +98,7 @@ func (v *view) linkage() *linkage {
 	v.link.shadow = v.shadowing(cp, jars, false)
 	r.dropped = v.droppedPackages(judge)
 	r.judge(judge, v.link)
+	v.judgePlugins(cp, jars, v.link)
 	return v.link
 }
 
@@ -101,13 +106,17 @@ func (v *view) linkage() *linkage {
 // an in-tree Flink module of the host's release (Implementation-Vendor-Id
 // org.apache.flink, Implementation-Version the planner's), and the Log4j
 // JARs Flink ships (Bundle-SymbolicName org.apache.logging.log4j.*).
-func (v *view) hostOwn(j *payload.JAR) bool {
+func (v *view) hostOwn(j *payload.JAR) bool { return HostOwn(j, v.flink) }
+
+// HostOwn says whether a JAR is the host's own (view.hostOwn) on a host
+// of the Flink release flink ("" when not known).
+func HostOwn(j *payload.JAR, flink string) bool {
 	name := path.Base(j.Path)
 	if IsDist(name) || isPlannerLoader(name) || isPlannerScala(name) {
 		return true
 	}
-	if manifestValue(j, "Implementation-Vendor-Id") == "org.apache.flink" && v.flink != "" &&
-		manifestValue(j, "Implementation-Version") == v.flink {
+	if manifestValue(j, "Implementation-Vendor-Id") == "org.apache.flink" && flink != "" &&
+		manifestValue(j, "Implementation-Version") == flink {
 		return true
 	}
 	return strings.HasPrefix(manifestValue(j, "Bundle-SymbolicName"), "org.apache.logging.log4j")
@@ -378,7 +387,10 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 	var scopes []jvm.Scope
 	for _, j := range js {
 		jd := &judged{j: j, own: namespaces{}, fix: fixFor(j, r.line), required: map[string]bool{}}
-		roots := jvm.EntryPoints(j.jar, j.archive)
+		roots := j.roots
+		if roots == nil {
+			roots = jvm.EntryPoints(j.jar, j.archive)
+		}
 		for _, root := range roots {
 			jd.own.add(root)
 		}
@@ -500,6 +512,9 @@ func (r *resolver) classFailed(jd *judged, c *classfile.Class, e jvm.Edge, super
 		f.Fix = plannerFix(missing)
 	case m.Provided && m.HostProvides:
 		f.Found += "; " + r.builtFor(j)
+	case m.InLib:
+		f.Found += "; lib has it (" + r.cp.Lib.Find(missing).Path + "), where a plugin's class loader looks only for the classes of its parent-first patterns"
+		f.Fix = "put the JAR with " + javaName(missing) + " into " + path.Dir(in) + "/ beside " + path.Base(in) + " (a plugin brings its own libraries), or add " + javaName(pkg(missing)) + ". to " + keyPluginParentFirstAdditional + " if the plugin must share lib's copy"
 	case verdict == missingIfRequired:
 		f.Fix = "add the JAR that provides " + javaName(library(missing)) + " to lib beside " + path.Base(in) + ", which is built against it (a dependency it declares)"
 		if j.usrlib {
@@ -528,6 +543,8 @@ func (r *resolver) missing(jd *judged, c *classfile.Class, missing string) missi
 		HostProvides:    r.hostProvides(missing),
 		JARSeverity:     jd.j.sev,
 		MustLoad:        jd.j.mustLoad,
+		InLib:           jd.j.plugin != "" && r.cp.Lib.Find(missing) != nil,
+		Plugin:          jd.j.plugin != "",
 	}
 }
 
@@ -536,9 +553,13 @@ func (r *resolver) missing(jd *judged, c *classfile.Class, missing string) missi
 // the walk came from; fix is the JAR's. Severity is the caller's.
 func classFinding(j *deepJAR, e jvm.Edge, from, in, fix string, super bool) Finding {
 	missing := e.Missing
-	msg := simpleName(e.From) + " uses " + javaName(missing) + ", which has no class file on the classpath"
+	where := "on the classpath"
+	if j.plugin != "" {
+		where = "in its plugin's class loader"
+	}
+	msg := simpleName(e.From) + " uses " + javaName(missing) + ", which has no class file " + where
 	if super {
-		msg = simpleName(e.From) + " does not load: its supertype " + javaName(missing) + " has no class file on the classpath"
+		msg = simpleName(e.From) + " does not load: its supertype " + javaName(missing) + " has no class file " + where
 	}
 	if e.From != from {
 		msg += " (reached from " + simpleName(from) + ")"

@@ -135,15 +135,30 @@ func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts
 		return full(nil, "lib differs from its baked deep verdict ("+diff+")")
 	}
 	usrlibDir := path.Join(path.Dir(lib), "usrlib")
-	if differs(f.Usrlib, v.Usrlib) == "" {
-		return &admission.Deep{Baked: &admission.Baked{From: b.path, Findings: v.Findings}, VerdictPath: b.path},
+	// Plugins are judged at every start that has one to judge, never
+	// from the verdict (its key is lib and usrlib): the verdict's findings
+	// on plugins are dropped.
+	var plugins admission.Deep
+	openPlugins(ctx, fsys, f, &plugins, nil)
+	var fromVerdict []admission.Finding
+	for _, fd := range v.Findings {
+		if !underPlugins(f, fd.Path) {
+			fromVerdict = append(fromVerdict, fd)
+		}
+	}
+	usrlibSame := differs(f.Usrlib, v.Usrlib) == ""
+	if usrlibSame && len(plugins.Plugins) == 0 {
+		return &admission.Deep{Baked: &admission.Baked{From: b.path, Findings: fromVerdict}, VerdictPath: b.path},
 			fmt.Sprintf("the baked deep verdict applies: %d JARs of lib and %d of usrlib unchanged since it was baked (%s)", len(f.Classpath), len(f.Usrlib), b.path)
 	}
-	d := &admission.Deep{VerdictPath: b.path, ParentFirstFrom: v.ParentFirstFrom}
-	d.Usrlib = make([]*payload.Archive, len(f.Usrlib))
+	d := &admission.Deep{VerdictPath: b.path, ParentFirstFrom: v.ParentFirstFrom,
+		Plugins: plugins.Plugins, PluginParentFirst: plugins.PluginParentFirst, PluginParentFirstFrom: plugins.PluginParentFirstFrom}
 	var scopes []jvm.PrewalkScope
+	if !usrlibSame { // else the verdict's findings on usrlib stand
+		d.Usrlib = make([]*payload.Archive, len(f.Usrlib))
+	}
 	for i, j := range f.Usrlib {
-		if ctx.Err() != nil || j.Err != nil {
+		if usrlibSame || ctx.Err() != nil || j.Err != nil {
 			continue
 		}
 		if a, err := payload.OpenArchive(fsys, rel(j.Path)); err == nil {
@@ -153,7 +168,7 @@ func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts
 	}
 	d.ParentFirst = append(d.ParentFirst, v.ParentFirst...)
 	d.ParentFirstDefault = len(d.ParentFirst)
-	if extra, from := additionalParentFirst(f.Config); len(extra) > 0 {
+	if extra, from := additionalParentFirst(f.Config, keyParentFirstAdditional); len(extra) > 0 {
 		d.ParentFirst = append(d.ParentFirst, extra...)
 		d.ParentFirstFrom += "; " + keyParentFirstAdditional + " from " + from
 	}
@@ -174,8 +189,8 @@ func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts
 		d.Lib = append(d.Lib, a)
 	}
 	var kept []admission.Finding
-	for _, fd := range v.Findings {
-		if !strings.HasPrefix(fd.Path, usrlibDir+"/") {
+	for _, fd := range fromVerdict {
+		if usrlibSame || !strings.HasPrefix(fd.Path, usrlibDir+"/") {
 			kept = append(kept, fd)
 		}
 	}
@@ -191,8 +206,18 @@ func gatherBaked(ctx context.Context, fsys fs.FS, s Settings, f *admission.Facts
 	if err := ctx.Err(); err != nil {
 		d.Err = err
 	}
+	if usrlibSame {
+		return d, fmt.Sprintf("the baked deep verdict applies to lib and usrlib (%d and %d JARs unchanged since it was baked, %s); plugins judged against its class index: %d",
+			len(f.Classpath), len(f.Usrlib), b.path, len(plugins.Plugins))
+	}
 	return d, fmt.Sprintf("the baked deep verdict applies to lib (%d JARs unchanged since it was baked, %s); usrlib's %d JARs judged against its class index, "+
 		"at every start until the image's build judges them once (RUN [\"/docker-entrypoint.sh\", \"streamfusion\", \"check\", \"--write-verdict\"] after the COPY)", len(f.Classpath), b.path, len(f.Usrlib))
+}
+
+// underPlugins says whether a finding's path is below the plugins
+// directory (a plugin's JAR).
+func underPlugins(f *admission.Facts, p string) bool {
+	return f.FileSystems != nil && f.FileSystems.PluginsDir != "" && strings.HasPrefix(p, f.FileSystems.PluginsDir+"/")
 }
 
 // differs says how jars differ from the verdict's (added, changed,

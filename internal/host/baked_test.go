@@ -257,3 +257,46 @@ func TestAnotherJDKIsCheckedInFull(t *testing.T) {
 	assert.Contains(t, f.Linkage, "judged for Java 17")
 	assert.Nil(t, f.Deep.Baked)
 }
+
+// Plugins are never judged from the verdict: a start with a plugin to
+// judge judges it against the verdict's class index, in the plugin's own
+// class loader, once, whether the verdict was baked with the plugin or
+// without it.
+func TestBakedVerdictJudgesPlugins(t *testing.T) {
+	t.Parallel()
+	plugin := testkit.ClassJAR("", []testkit.Class{{Name: "com/acme/fs/AcmeFactory", Returns: map[string]string{"getScheme": "acme"},
+		Calls: []testkit.Call{{Owner: "com/acme/lib/Util", Name: "present", Descriptor: "()V"}}}},
+		map[string][]string{"org.apache.flink.core.fs.FileSystemFactory": {"com.acme.fs.AcmeFactory"}})
+	const pluginJAR = testkit.FlinkHome + "/plugins/acme/acme-fs-1.0.jar"
+	s := bakedSettings
+	s.PluginsDir = "/" + testkit.FlinkHome + "/plugins"
+	for _, bakedWith := range []bool{false, true} {
+		fsys := testkit.Good("2.2.1").MapFS()
+		fsys[bLib+"/util.jar"] = &fstest.MapFile{Data: utilJAR(), Mode: 0o644}
+		if bakedWith {
+			fsys[pluginJAR] = &fstest.MapFile{Data: plugin, Mode: 0o644}
+		}
+		b := s
+		b.Deep = true
+		f, err := host.Gather(context.Background(), fsys, b, nil)
+		require.NoError(t, err)
+		data, err := baked.Build(f, admission.Decide(f))
+		f.Deep.Close()
+		require.NoError(t, err)
+		fsys[bVerdict] = &fstest.MapFile{Data: data, Mode: 0o644}
+		fsys[pluginJAR] = &fstest.MapFile{Data: plugin, Mode: 0o644}
+
+		st := s
+		st.Baked = true
+		f, err = host.Gather(context.Background(), fsys, st, nil)
+		require.NoError(t, err)
+		d := admission.Decide(f)
+		f.Deep.Close()
+		assert.Contains(t, f.Linkage, "plugins judged against its class index: 1", "baked with the plugin: %v", bakedWith)
+		var got []string
+		for _, fd := range d.Findings {
+			got = append(got, string(fd.Severity)+" "+fd.Rule+" "+fd.Path)
+		}
+		assert.Equal(t, []string{"warning linkage-class /" + pluginJAR}, got, "baked with the plugin: %v", bakedWith)
+	}
+}

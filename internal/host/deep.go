@@ -12,10 +12,11 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
-// Keys and classes the user class loader's model reads.
+// Keys and classes the user and plugin class loaders' models read.
 const (
-	keyParentFirstAdditional = "classloader.parent-first-patterns.additional"
-	coreOptionsClass         = "org/apache/flink/configuration/CoreOptions"
+	keyParentFirstAdditional       = "classloader.parent-first-patterns.additional"
+	keyPluginParentFirstAdditional = "plugin.classloader.parent-first-patterns.additional"
+	coreOptionsClass               = "org/apache/flink/configuration/CoreOptions"
 )
 
 // fallbackParentFirst is classloader.parent-first-patterns.default as
@@ -25,9 +26,15 @@ var fallbackParentFirst = []string{"java.", "scala.", "org.apache.flink.", "com.
 	"javax.annotation.", "org.xml", "javax.xml", "org.apache.xerces", "org.w3c", "org.rocksdb.", "org.slf4j", "org.apache.log4j",
 	"org.apache.logging", "org.apache.commons.logging", "ch.qos.logback"}
 
-// gatherDeep indexes every JAR of lib and usrlib for its classes (the
-// bytes of a class are read only when a rule asks for it) and reads the
-// user class loader's parent-first patterns.
+// fallbackPluginParentFirst is plugin.classloader.parent-first-patterns.default
+// as Flink 1.18 to 2.2 define it, used as fallbackParentFirst is.
+var fallbackPluginParentFirst = []string{"java.", "org.apache.flink.", "javax.annotation.", "org.slf4j", "org.apache.log4j",
+	"org.apache.logging", "org.apache.commons.logging", "ch.qos.logback"}
+
+// gatherDeep indexes every JAR of lib, usrlib and the plugins to judge
+// (openPlugins) for its classes (the bytes of a class are read only when
+// a rule asks for it) and reads the user and plugin class loaders'
+// parent-first patterns.
 func gatherDeep(ctx context.Context, fsys fs.FS, f *admission.Facts) *admission.Deep {
 	d := &admission.Deep{}
 	open := func(jars []*payload.JAR) []*payload.Archive {
@@ -44,21 +51,80 @@ func gatherDeep(ctx context.Context, fsys fs.FS, f *admission.Facts) *admission.
 	}
 	d.Lib = open(f.Classpath)
 	d.Usrlib = open(f.Usrlib)
-	d.ParentFirst, d.ParentFirstFrom = defaultParentFirst(f.Classpath, d.Lib)
+	d.ParentFirst, d.ParentFirstFrom = defaultParentFirst(f.Classpath, d.Lib, jvm.UserParentFirst, fallbackParentFirst)
 	d.ParentFirstDefault = len(d.ParentFirst)
-	if extra, from := additionalParentFirst(f.Config); len(extra) > 0 {
+	if extra, from := additionalParentFirst(f.Config, keyParentFirstAdditional); len(extra) > 0 {
 		d.ParentFirst = append(d.ParentFirst, extra...)
 		d.ParentFirstFrom += "; " + keyParentFirstAdditional + " from " + from
 	}
+	openPlugins(ctx, fsys, f, d, d.Lib)
 	if err := ctx.Err(); err != nil {
 		d.Err = err
 	}
 	return d
 }
 
-// defaultParentFirst reads the default patterns from flink-dist's
-// CoreOptions static initializer.
-func defaultParentFirst(jars []*payload.JAR, archives []*payload.Archive) ([]string, string) {
+// openPlugins indexes the JARs of every plugin folder that has one to
+// judge (a JAR read at the listing that is not the host's own: Flink's
+// plugins of the host's release are only resolved against), and reads
+// the plugin class loader's parent-first patterns. lib, parallel to
+// f.Classpath, are lib's archives when they hold bytes (nil: flink-dist
+// is opened for its CoreOptions, as with a baked verdict's class index).
+// A folder ENABLE_BUILT_IN_PLUGINS fills after the check holds the
+// distribution's own opt/ JARs: not judged.
+func openPlugins(ctx context.Context, fsys fs.FS, f *admission.Facts, d *admission.Deep, lib []*payload.Archive) {
+	if f.FileSystems == nil {
+		return
+	}
+	read := map[string]*payload.JAR{}
+	for _, j := range f.Plugins {
+		read[j.Path] = j
+	}
+	release := distVersion(f.Classpath)
+	for _, p := range f.FileSystems.Plugins {
+		var jars []*payload.JAR
+		judged := false
+		for _, name := range p.JARs {
+			if j := read[name]; j != nil && j.Err == nil {
+				jars = append(jars, j)
+				judged = judged || !admission.HostOwn(j, release)
+			}
+		}
+		if !judged || ctx.Err() != nil {
+			continue
+		}
+		dp := admission.DeepPlugin{Name: p.Name, Dir: p.Dir, JARs: jars, Archives: make([]*payload.Archive, len(jars))}
+		for i, j := range jars {
+			if a, err := payload.OpenArchive(fsys, rel(j.Path)); err == nil {
+				dp.Archives[i] = a
+			}
+		}
+		d.Plugins = append(d.Plugins, dp)
+	}
+	if len(d.Plugins) == 0 {
+		return
+	}
+	if lib == nil {
+		lib = make([]*payload.Archive, len(f.Classpath))
+		for i, j := range f.Classpath {
+			if isDist(j.Path) && j.Err == nil {
+				if a, err := payload.OpenArchive(fsys, rel(j.Path)); err == nil {
+					lib[i] = a
+					defer a.Close() //nolint:errcheck // read-only: nothing is lost on a failed close
+				}
+			}
+		}
+	}
+	d.PluginParentFirst, d.PluginParentFirstFrom = defaultParentFirst(f.Classpath, lib, jvm.PluginParentFirst, fallbackPluginParentFirst)
+	if extra, from := additionalParentFirst(f.Config, keyPluginParentFirstAdditional); len(extra) > 0 {
+		d.PluginParentFirst = append(d.PluginParentFirst, extra...)
+		d.PluginParentFirstFrom += "; " + keyPluginParentFirstAdditional + " from " + from
+	}
+}
+
+// defaultParentFirst reads the default patterns of a parent-first option
+// from flink-dist's CoreOptions static initializer, else fallback.
+func defaultParentFirst(jars []*payload.JAR, archives []*payload.Archive, opt jvm.ParentFirstOption, fallback []string) ([]string, string) {
 	for i, j := range jars {
 		if !isDist(j.Path) || archives[i] == nil {
 			continue
@@ -71,19 +137,19 @@ func defaultParentFirst(jars []*payload.JAR, archives []*payload.Archive) ([]str
 		if err != nil {
 			break
 		}
-		if p, ok := jvm.DefaultParentFirst(c); ok {
+		if p, ok := jvm.DefaultParentFirst(c, opt); ok {
 			return p, fmt.Sprintf("%s in %s", strings.ReplaceAll(coreOptionsClass, "/", "."), j.Path)
 		}
 	}
-	return fallbackParentFirst, "the default of Flink 1.18 to 2.2 (no readable CoreOptions in flink-dist)"
+	return fallback, "the default of Flink 1.18 to 2.2 (no readable CoreOptions in flink-dist)"
 }
 
-// additionalParentFirst is classloader.parent-first-patterns.additional
-// as the process runs with it (ReadConfig: the config file, flat key or
+// additionalParentFirst is an .additional parent-first option (key) as
+// the process runs with it (ReadConfig: the config file, flat key or
 // nested, FLINK_PROPERTIES, argv): a ';'-separated string or a YAML list,
 // and where it was set.
-func additionalParentFirst(c admission.Config) (patterns []string, from string) {
-	e, ok := c.Effective(keyParentFirstAdditional)
+func additionalParentFirst(c admission.Config, key string) (patterns []string, from string) {
+	e, ok := c.Effective(key)
 	if !ok {
 		return nil, ""
 	}

@@ -21,7 +21,7 @@ func TestAdditionalParentFirst(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fsys := fstest.MapFS{"opt/flink/conf/config.yaml": {Data: []byte(c.conf)}}
 			conf := ReadConfig(fsys, Settings{ConfDir: "/opt/flink/conf"}, "2.2.1")
-			got, from := additionalParentFirst(conf)
+			got, from := additionalParentFirst(conf, keyParentFirstAdditional)
 			if !slices.Equal(got, c.want) {
 				t.Fatalf("got %q, want %q", got, c.want)
 			}

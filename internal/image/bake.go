@@ -161,7 +161,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		}
 		defer r.keep.remove()
 	}
-	d, err := r.deep(ctx, img, bakedCfg, all, v, bc.LibDir)
+	d, err := r.deep(ctx, img, bakedCfg, all, v, bc.LibDir, bc.PluginsDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}

@@ -233,11 +233,16 @@ type diskOpen struct {
 func (f *diskOpen) Stat() (fs.FileInfo, error) { return f.info, nil }
 
 // deepJARs returns the names (links resolved) of the JARs the deep check
-// opens: those host.List finds in lib and in usrlib beside it, as
-// host.Gather lists them.
-func deepJARs(v *view, libDir string) []string {
+// may open: those host.List finds in lib, in usrlib beside it and below
+// plugins/, as host.Gather lists them (of the plugins', it opens only
+// those of a folder with a JAR not the host's own).
+func deepJARs(v *view, libDir, pluginsDir string) []string {
 	var out []string
-	for _, dir := range []string{libDir, path.Join(path.Dir(path.Clean(libDir)), "usrlib")} {
+	dirs := []string{libDir, path.Join(path.Dir(path.Clean(libDir)), "usrlib")}
+	if pluginsDir != "" {
+		dirs = append(dirs, pluginsDir)
+	}
+	for _, dir := range dirs {
 		names, _, err := host.List(v.fsys, dir)
 		if err != nil {
 			continue
@@ -255,8 +260,8 @@ func deepJARs(v *view, libDir string) []string {
 
 // deepNames returns the image's JARs the deep check opens (deepJARs)
 // less those a job JAR of the same name in usrlib replaces, and usrlib.
-func (o VerifyOptions) deepNames(v *view, libDir string) ([]string, string) {
-	names := deepJARs(v, libDir)
+func (o VerifyOptions) deepNames(v *view, libDir, pluginsDir string) ([]string, string) {
+	names := deepJARs(v, libDir, pluginsDir)
 	usrlib := path.Join(path.Dir(path.Clean(libDir)), "usrlib")
 	for _, j := range o.JobJARs {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == strings.TrimPrefix(path.Join(usrlib, j.Name), "/") })
@@ -273,11 +278,11 @@ func (b *budget) add(name string, size int64, entries int) error {
 	b.bytes += size
 	switch {
 	case b.jars > maxDeepJARs:
-		return fmt.Errorf("%w: more than %d JARs in lib and usrlib (at /%s)", ErrDeepLimit, maxDeepJARs, name)
+		return fmt.Errorf("%w: more than %d JARs in lib, usrlib and plugins (at /%s)", ErrDeepLimit, maxDeepJARs, name)
 	case b.bytes > maxDeepBytes:
-		return fmt.Errorf("%w: the JARs of lib and usrlib hold more than %d bytes (at /%s, %d bytes)", ErrDeepLimit, int64(maxDeepBytes), name, size)
+		return fmt.Errorf("%w: the JARs of lib, usrlib and plugins hold more than %d bytes (at /%s, %d bytes)", ErrDeepLimit, int64(maxDeepBytes), name, size)
 	case b.entries > maxDeepEntries:
-		return fmt.Errorf("%w: the JARs of lib and usrlib hold more than %d entries (at /%s, %d entries)", ErrDeepLimit, maxDeepEntries, name, entries)
+		return fmt.Errorf("%w: the JARs of lib, usrlib and plugins hold more than %d entries (at /%s, %d entries)", ErrDeepLimit, maxDeepEntries, name, entries)
 	}
 	return nil
 }
@@ -290,7 +295,7 @@ func (b *budget) add(name string, size int64, entries int) error {
 // and the wanted entries copied to the copies' directory. Copies nothing
 // wants are deleted at once. The job JARs are placed in usrlib (they stay
 // where they are on disk).
-func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
+func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*layerFacts, v *view, libDir, pluginsDir string) (*deepFS, error) {
 	if o.keep == nil {
 		return nil, errors.New("the deep check has no directory to keep JARs in")
 	}
@@ -304,7 +309,7 @@ func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string,
 	}
 	var b budget
 	wanted := map[int]map[string]int64{} // layer -> name -> size
-	names, usrlib := o.deepNames(v, libDir)
+	names, usrlib := o.deepNames(v, libDir, pluginsDir)
 	for _, name := range names {
 		n, ok := v.fsys[name].Sys.(*node)
 		if !ok {

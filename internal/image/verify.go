@@ -205,7 +205,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	d, err := r.deep(ctx, img, cfg, facts, v, c.LibDir)
+	d, err := r.deep(ctx, img, cfg, facts, v, c.LibDir, c.PluginsDir)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func (o VerifyOptions) deepWanted(c settings.Config) bool {
 
 // deep returns the merged view with the bytes the deep check reads, or
 // nil when the check is not deep (no jarCopies were made).
-func (o *run) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*layerFacts, v *view, libDir string) (*deepFS, error) {
+func (o *run) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*layerFacts, v *view, libDir, pluginsDir string) (*deepFS, error) {
 	if o.keep == nil {
 		return nil, nil
 	}
@@ -241,7 +241,7 @@ func (o *run) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts 
 	for i, id := range cfg.RootFS.DiffIDs {
 		diffIDs[i] = id.String()
 	}
-	return o.readDeep(ctx, layers, diffIDs, facts, v, libDir)
+	return o.readDeep(ctx, layers, diffIDs, facts, v, libDir, pluginsDir)
 }
 
 // decide runs the entrypoint's own check on a merged view, with the

@@ -232,7 +232,7 @@ func (o *run) prepare(ctx context.Context, img v1.Image, k *kept) error {
 	k.keep = o.keep
 	facts, v, err := o.readAll(ctx, img, newSelection(c, cfg.Architecture))
 	if err == nil {
-		k.d, err = o.deep(ctx, img, cfg, facts, v, c.LibDir)
+		k.d, err = o.deep(ctx, img, cfg, facts, v, c.LibDir, c.PluginsDir)
 	}
 	if err != nil {
 		return err // the directory goes with k's release
@@ -251,7 +251,7 @@ func (o *run) prepare(ctx context.Context, img v1.Image, k *kept) error {
 func (k *kept) verify(ctx context.Context, o VerifyOptions) (*Result, error) {
 	v := &view{fsys: maps.Clone(k.v.fsys), jars: maps.Clone(k.v.jars)}
 	d := &deepFS{FS: v.fsys, files: maps.Clone(k.d.files)}
-	names, usrlib := o.deepNames(k.v, k.c.LibDir)
+	names, usrlib := o.deepNames(k.v, k.c.LibDir, k.c.PluginsDir)
 	var b budget
 	for _, name := range names {
 		df, ok := k.d.files[name]

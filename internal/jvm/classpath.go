@@ -2,6 +2,7 @@ package jvm
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -13,6 +14,7 @@ import (
 // and the classes of their JARs, each parsed once.
 type Classpath struct {
 	Lib, Usrlib *Loader
+	Plugins     []*Loader // one per plugin folder (Plugin)
 	classes     map[*payload.Archive]map[string]*parsed
 	indexed     Indexed         // answers for the classes of a baked class index
 	loads       perLoader[Edge] // class -> the first edge of its hierarchy to a missing class (zero when it loads)
@@ -150,13 +152,24 @@ func (cp *Classpath) isParsed(a *payload.Archive, name string) bool {
 	return ok
 }
 
+// Plugin adds the class loader of one plugin folder, as Flink's
+// PluginLoader makes it: its JARs, and lib for the classes the plugin
+// parent-first patterns cover (owner first), nothing else of lib. Add
+// plugins before the first walk.
+func (cp *Classpath) Plugin(name string, jars []*payload.Archive, parentFirst []string) *Loader {
+	l := &Loader{Name: name, JARs: jars, Parent: cp.Lib, ParentFirst: parentFirst, Isolated: true}
+	cp.Plugins = append(cp.Plugins, l)
+	return l
+}
+
 // loaderOf is the loader that defines a JAR's classes.
 func (cp *Classpath) loaderOf(a *payload.Archive) *Loader {
-	if cp.Usrlib != nil {
-		for _, u := range cp.Usrlib.JARs {
-			if u == a {
-				return cp.Usrlib
-			}
+	if cp.Usrlib != nil && slices.Contains(cp.Usrlib.JARs, a) {
+		return cp.Usrlib
+	}
+	for _, l := range cp.Plugins {
+		if slices.Contains(l.JARs, a) {
+			return l
 		}
 	}
 	return cp.Lib

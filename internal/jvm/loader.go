@@ -8,13 +8,19 @@ import (
 
 // Loader is one class loader of the classpath model: its JARs in search
 // order, and a parent it delegates to. lib's loader has no parent; usrlib's
-// is child-first over lib except for the parent-first patterns. The planner
-// loader's nested planner is not in lib's JARs: lib cannot see it.
+// is child-first over lib except for the parent-first patterns; a
+// plugin's (Isolated) sees lib only through its parent-first patterns, as
+// Flink's ComponentClassLoader is component-only for every other class.
+// The planner loader's nested planner is not in lib's JARs: lib cannot
+// see it.
 type Loader struct {
 	Name        string
 	JARs        []*payload.Archive
 	Parent      *Loader
 	ParentFirst []string // binary-name prefixes (a.b.) the parent answers first
+	// Isolated: a class no parent-first pattern covers is taken from the
+	// loader's own JARs only, never from its parent.
+	Isolated bool
 
 	index     map[string]*payload.Archive // class -> the first of JARs holding it, built on first use
 	indexOnce sync.Once                   // Find is called from the walk's prefetch goroutines too
@@ -32,7 +38,7 @@ func (l *Loader) Find(name string) *payload.Archive {
 		}
 		return l.own(name)
 	}
-	if a := l.own(name); a != nil {
+	if a := l.own(name); a != nil || l.Isolated {
 		return a
 	}
 	return l.Parent.Find(name)

@@ -6,15 +6,25 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
 )
 
-// DefaultParentFirst returns classloader.parent-first-patterns.default as
-// the static initializer of flink-dist's CoreOptions builds it: the string
-// constants loaded between the option's key and the store into
-// ALWAYS_PARENT_FIRST_LOADER_PATTERNS, with the strings of any array field
-// the initializer stored earlier and reads in between (the logging
-// patterns). Only strings that look like package prefixes count (the
-// description's prose does not).
-func DefaultParentFirst(c *classfile.Class) ([]string, bool) {
-	const key = "classloader.parent-first-patterns.default"
+// Parent-first options of flink-dist's CoreOptions: the user class
+// loader's and the plugins' (PluginLoader's), by key and field.
+var (
+	UserParentFirst   = ParentFirstOption{Key: "classloader.parent-first-patterns.default", Field: "ALWAYS_PARENT_FIRST_LOADER_PATTERNS"}
+	PluginParentFirst = ParentFirstOption{Key: "plugin.classloader.parent-first-patterns.default", Field: "PLUGIN_ALWAYS_PARENT_FIRST_LOADER_PATTERNS"}
+)
+
+// ParentFirstOption is a default parent-first option of CoreOptions: its
+// key and the static field its ConfigOption is stored into.
+type ParentFirstOption struct{ Key, Field string }
+
+// DefaultParentFirst returns the default of a parent-first option (opt)
+// as the static initializer of flink-dist's CoreOptions builds it: the
+// string constants loaded between the option's key and the store into its
+// field, with the strings of any array field the initializer stored
+// earlier and reads in between (the logging patterns). Only strings that
+// look like package prefixes count (the description's prose does not).
+func DefaultParentFirst(c *classfile.Class, opt ParentFirstOption) ([]string, bool) {
+	key := opt.Key
 	stored := map[string][]string{} // field -> strings loaded since the previous store
 	var pending []string
 	var patterns []string
@@ -36,7 +46,7 @@ func DefaultParentFirst(c *classfile.Class) ([]string, bool) {
 		case insn.Op == 0xb2 && in && insn.Owner == c.Name: // getstatic of an earlier array
 			patterns = append(patterns, stored[insn.Name]...)
 		case insn.Op == 0xb3: // putstatic
-			if in && insn.Name == "ALWAYS_PARENT_FIRST_LOADER_PATTERNS" {
+			if in && insn.Name == opt.Field {
 				return patterns, len(patterns) > 0
 			}
 			if !in {

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -36,6 +37,11 @@ type fsCase struct {
 	conf    string            // config lines, the same in config.yaml and flink-conf.yaml
 	plugins map[string]string // plugin folder (or "" for straight in plugins/) to artifact
 	empty   string            // an empty folder to add below plugins/
+	// acme adds plugins/acme/ with a file system for the scheme acme whose
+	// factory calls a class of a library the plugin does not bundle
+	// (acmeJARs); the library goes to "lib", to "plugin" (plugins/acme/),
+	// or to "pattern" (lib, with a plugin parent-first pattern for it).
+	acme string
 }
 
 var fsCases = []fsCase{
@@ -62,6 +68,75 @@ var fsCases = []fsCase{
 	{name: "s3 checkpoints with the 1.18.1 plugin", only: "2", conf: "execution.checkpointing.dir: s3://bucket/cp", plugins: map[string]string{"s3-fs-hadoop": "flink-s3-fs-hadoop@1.18.1"}},
 	{name: "s3 checkpoints with the 2.2.0 plugin", only: "1", conf: "state.checkpoints.dir: s3://bucket/cp", plugins: map[string]string{"s3-fs-hadoop": "flink-s3-fs-hadoop@2.2.0"}},
 	{name: "s3 checkpoints with the 2.1.1 plugin", only: "2", conf: "execution.checkpointing.dir: s3://bucket/cp", plugins: map[string]string{"s3-fs-hadoop": "flink-s3-fs-hadoop@2.1.1"}},
+	// A plugin's code in its own class loader: lib only through the
+	// plugin parent-first patterns.
+	{name: "a plugin using a library only lib has", conf: "state.checkpoints.dir: acme://bucket/cp", acme: "lib"},
+	{name: "a plugin that no location uses, using a library only lib has", conf: "state.checkpoints.dir: file:///tmp/cp", acme: "lib"},
+	{name: "a plugin with its library in its folder", conf: "state.checkpoints.dir: acme://bucket/cp", acme: "plugin"},
+	{name: "a plugin using lib's library by a pattern", conf: "state.checkpoints.dir: acme://bucket/cp\nplugin.classloader.parent-first-patterns.additional: com.acme.util", acme: "pattern"},
+}
+
+// acmeSources are the acme file system plugin and the library its factory
+// calls (acmeJARs).
+var acmeSources = map[string]string{
+	"com/acme/fs/AcmeFactory.java": `package com.acme.fs;
+public class AcmeFactory implements org.apache.flink.core.fs.FileSystemFactory {
+    public String getScheme() { return "acme"; }
+    public org.apache.flink.core.fs.FileSystem create(java.net.URI uri) {
+        com.acme.util.Helper.check(uri);
+        return org.apache.flink.core.fs.local.LocalFileSystem.getSharedInstance();
+    }
+}
+`,
+	"com/acme/util/Helper.java": `package com.acme.util;
+public class Helper {
+    public static void check(java.net.URI uri) {}
+}
+`,
+}
+
+// acmeJARs compiles acmeSources with javac against a release's flink-dist
+// and writes the plugin's JAR (its factory, listed in its service file)
+// and the library's.
+func acmeJARs(t *testing.T, version string) (plugin, util string) {
+	t.Helper()
+	javac, err := exec.LookPath("javac")
+	require.NoError(t, err, "javac compiles the acme plugin")
+	src, classes := t.TempDir(), t.TempDir()
+	var files []string
+	for name, body := range acmeSources {
+		p := filepath.Join(src, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		files = append(files, p)
+	}
+	slices.Sort(files)
+	out, err := exec.Command(javac, append([]string{"--release", "11", "-d", classes, "-cp", realLib(t, version)["flink-dist-"+version+".jar"]}, files...)...).CombinedOutput()
+	require.NoError(t, err, "javac: %s", out)
+	write := func(name string, entries map[string]string) string {
+		p := filepath.Join(t.TempDir(), name)
+		f, err := os.Create(p)
+		require.NoError(t, err)
+		z := zip.NewWriter(f)
+		for _, e := range slices.Sorted(maps.Keys(entries)) {
+			w, err := z.Create(e)
+			require.NoError(t, err)
+			data := []byte(entries[e])
+			if strings.HasSuffix(e, ".class") {
+				data, err = os.ReadFile(filepath.Join(classes, e))
+				require.NoError(t, err)
+			}
+			_, err = w.Write(data)
+			require.NoError(t, err)
+		}
+		require.NoError(t, z.Close())
+		require.NoError(t, f.Close())
+		return p
+	}
+	plugin = write("acme-fs-1.0.jar", map[string]string{"com/acme/fs/AcmeFactory.class": "",
+		"META-INF/services/org.apache.flink.core.fs.FileSystemFactory": "com.acme.fs.AcmeFactory\n"})
+	util = write("acme-util-1.0.jar", map[string]string{"com/acme/util/Helper.class": ""})
+	return plugin, util
 }
 
 // runTimeHome is a Flink home of a real distribution: lib's JARs and the
@@ -95,9 +170,9 @@ type fsOutcome struct {
 	opened     int
 }
 
-func runFileSystemOracle(t *testing.T, version, conf, plugins string) fsOutcome {
+func runFileSystemOracle(t *testing.T, version, conf, plugins string, extra ...string) fsOutcome {
 	t.Helper()
-	var cp []string
+	cp := extra
 	for _, p := range realLib(t, version) {
 		cp = append(cp, p)
 	}
@@ -162,29 +237,49 @@ func TestFileSystemsAsFlinkResolvesThem(t *testing.T) {
 				if c.empty != "" {
 					require.NoError(t, os.MkdirAll(filepath.Join(plugins, c.empty), 0o755))
 				}
+				var extra []string // lib's JARs beyond the distribution's
+				if c.acme != "" {
+					plugin, util := acmeJARs(t, version)
+					dir := filepath.Join(plugins, "acme")
+					require.NoError(t, os.MkdirAll(dir, 0o755))
+					require.NoError(t, os.Symlink(plugin, filepath.Join(dir, filepath.Base(plugin))))
+					if c.acme == "plugin" {
+						require.NoError(t, os.Symlink(util, filepath.Join(dir, filepath.Base(util))))
+					} else {
+						require.NoError(t, os.Symlink(util, filepath.Join(lib, filepath.Base(util))))
+						extra = append(extra, util)
+					}
+				}
 				file := "config.yaml"
 				if strings.HasPrefix(version, "1.") {
 					file = "flink-conf.yaml"
 				}
 				require.NoError(t, os.WriteFile(filepath.Join(conf, file), []byte(c.conf+"\n"), 0o644))
 
-				flink := runFileSystemOracle(t, version, conf, plugins)
+				flink := runFileSystemOracle(t, version, conf, plugins, extra...)
+				// Deep: the plugins' code is judged in their class loaders too.
 				facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{
 					LibDir: lib, PluginsDir: plugins, FlinkHome: home, ConfDir: conf, Role: "jobmanager", Launch: host.LaunchBare,
-					OS: "linux", Arch: "x86_64"}, nil)
+					OS: "linux", Arch: "x86_64", Deep: true}, nil)
 				require.NoError(t, err)
+				defer facts.Deep.Close()
 				d := admission.Decide(facts)
-				var refusing []string
+				var refusing, linkage []string
 				for _, f := range d.Findings {
-					if f.Severity == admission.Error && (f.Rule == "fs-scheme-unserved" || strings.HasPrefix(f.Rule, "plugins-")) {
+					switch {
+					case f.Severity != admission.Error:
+					case f.Rule == "fs-scheme-unserved" || strings.HasPrefix(f.Rule, "plugins-"):
 						refusing = append(refusing, f.Rule+": "+f.Message)
+					case strings.HasPrefix(f.Rule, "linkage-") && strings.HasPrefix(f.Path, plugins+"/"):
+						linkage = append(linkage, f.Rule+": "+f.Message+" ("+f.Found+")")
 					}
 				}
 				t.Logf("Flink: start fails %q, schemes %v, failing %v, opened %d", flink.startFails, flink.schemes, flink.failing, flink.opened)
-				t.Logf("product: %v", refusing)
+				t.Logf("product: %v, plugin linkage: %v", refusing, linkage)
 				flinkFails := flink.startFails != "" || len(flink.failing) > 0
-				assert.Equal(t, flinkFails, len(refusing) > 0, "Flink fails: %v, the product refuses: %v", flinkFails, refusing)
-				if flink.startFails == "" {
+				refuses := len(refusing)+len(linkage) > 0
+				assert.Equal(t, flinkFails, refuses, "Flink fails: %v, the product refuses: %v %v", flinkFails, refusing, linkage)
+				if flink.startFails == "" && len(refusing) > 0 {
 					assert.Len(t, refusing, len(flink.failing), "one finding per location Flink cannot open")
 				}
 				otherRelease := false // a plugin of another release: Flink may fail to instantiate its factories
