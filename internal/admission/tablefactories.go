@@ -427,7 +427,7 @@ func tableFactoryMissing(v *view) []Finding {
 			var unless []string
 			if !file.Named {
 				f.Severity = Warning
-				f.Message += " (if the job runs this file: nothing the process is given names it)"
+				f.Message += SQLUnnamed
 			}
 			if len(file.AddsCode) > 0 {
 				unless = append(unless, fmt.Sprintf("a JAR the SQL adds (line %d) answers it", file.AddsCode[0]))
@@ -447,6 +447,12 @@ func tableFactoryMissing(v *view) []Finding {
 	}
 	return out
 }
+
+// SQLUnnamed ends the message of a table-factory-missing finding that is a
+// warning only because nothing the process is given names the file (a
+// deployment whose job's arguments name it makes it an error:
+// internal/deploy).
+const SQLUnnamed = " (if the job runs this file: nothing the process is given names it)"
 
 // otherFactorySources are where a factory this check does not see may
 // come from: providers whose identifier is computed, and the

@@ -29,7 +29,8 @@ type flinkDeploymentSpec struct {
 	JobManager         *componentSpec          `json:"jobManager"`
 	TaskManager        *componentSpec          `json:"taskManager"`
 	Job                *struct {
-		JarURI string `json:"jarURI"`
+		JarURI string   `json:"jarURI"`
+		Args   []string `json:"args"`
 	} `json:"job"`
 }
 

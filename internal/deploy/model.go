@@ -49,7 +49,10 @@ type Resource struct {
 	Target string `json:"deploymentName,omitempty"`
 	// JarURI is a FlinkSessionJob's spec.job.jarURI: the JAR the operator
 	// fetches and uploads to that FlinkDeployment's JobManager.
-	JarURI     string      `json:"jarURI,omitempty"`
+	JarURI string `json:"jarURI,omitempty"`
+	// JobArgs are a FlinkDeployment's spec.job.args: the arguments of its
+	// application's main class (a SQL runner's .sql file).
+	JobArgs    []string    `json:"jobArgs,omitempty"`
 	Containers []Container `json:"containers"`
 	// Notes say what was seen but not checked (sidecars, a Pod template
 	// without a Flink container).

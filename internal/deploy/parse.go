@@ -258,6 +258,9 @@ func fromFlinkDeployment(fd *flinkDeployment) *Resource {
 	r := &Resource{Kind: "FlinkDeployment", Namespace: m.Namespace, Name: m.Name,
 		Cluster: key(m.Namespace, m.Name), FlinkVersion: fd.Spec.FlinkVersion}
 	r.Config = flinkConfiguration(fd.Spec.FlinkConfiguration, "spec.flinkConfiguration of "+r.ID())
+	if fd.Spec.Job != nil {
+		r.JobArgs = fd.Spec.Job.Args
+	}
 	jm, tm := roles.K8sJobManager, roles.K8sTaskManager
 	if fd.Spec.Mode == "standalone" {
 		jm, tm = roles.JobManager, roles.TaskManager

@@ -3,6 +3,8 @@ package deploy
 import (
 	"cmp"
 	"fmt"
+	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,6 +24,10 @@ type ImageFacts struct {
 	// systems, plugins, reporter factories): a FlinkDeployment's own
 	// configuration is judged against it.
 	RunTime *admission.FileSystems `json:"runTime,omitempty"`
+	// SQL are the image's table-factory-missing findings on the SQL files
+	// of its usrlib: a FlinkDeployment whose job's arguments name one of
+	// them runs it.
+	SQL []admission.Finding `json:"sql,omitempty"`
 }
 
 // FactsOf takes the facts from an image's decision: the Flink release, the
@@ -33,6 +39,11 @@ func FactsOf(d *admission.Decision) ImageFacts {
 	}
 	if j, err := admission.ParseJava(d.JDK); err == nil {
 		f.JDKMajor = j.Major
+	}
+	for _, fd := range d.Findings {
+		if fd.Rule == "table-factory-missing" {
+			f.SQL = append(f.SQL, fd)
+		}
 	}
 	for _, id := range d.Payloads {
 		if id.Kind != admission.KindLoader && id.Kind != admission.KindCore {
@@ -132,6 +143,7 @@ func CheckSet(resources []*Resource, members []Member) []Finding {
 		}
 	}
 	out = append(out, checkConfigs(members)...)
+	out = append(out, checkJobSQL(members)...)
 	deployments := map[string]bool{}
 	for _, r := range resources {
 		if r.Kind == "FlinkDeployment" {
@@ -209,6 +221,63 @@ func checkConfigs(members []Member) []Finding {
 			seen[f.Rule+msg] = true
 			out = append(out, Finding{Rule: f.Rule, Severity: f.Severity, Cluster: m.Resource.Cluster, Message: msg,
 				Fix: strings.ReplaceAll(f.Fix, "config file or FLINK_PROPERTIES", "spec.flinkConfiguration")})
+		}
+	}
+	return out
+}
+
+// checkJobSQL judges the SQL files a FlinkDeployment's job is given (a
+// .sql path in spec.job.args, or in $internal.application.program-args of
+// its flinkConfiguration) as the entrypoint judges a file its process is
+// given: a table-factory-missing finding the image's check made a warning
+// only because nothing named the file is an error for the deployment that
+// names it. What else keeps it a warning (a JAR the SQL or the
+// configuration adds, a computed identifier) still does, and so does
+// pipeline.jars or pipeline.classpaths in the flinkConfiguration.
+func checkJobSQL(members []Member) []Finding {
+	var out []Finding
+	seen := map[string]bool{}
+	for _, m := range members {
+		named := jobSQLFiles(m.Resource)
+		if len(named) == 0 || len(m.Facts.SQL) == 0 {
+			continue
+		}
+		adds := ""
+		for _, k := range []string{"pipeline.jars", "pipeline.classpaths"} {
+			if e, ok := flinkconf.Last(m.Resource.Config, k); ok && strings.TrimSpace(e.Value) != "" {
+				adds = k
+			}
+		}
+		for _, f := range m.Facts.SQL {
+			base, unnamed := strings.CutSuffix(f.Message, admission.SQLUnnamed)
+			if !named[f.Path] || !unnamed {
+				continue
+			}
+			sev, msg := admission.Error, fmt.Sprintf("%s: %s, the SQL file spec.job.args names: %s", m.Resource.ID(), f.Path, base)
+			if adds != "" {
+				sev, msg = admission.Warning, msg+", unless a JAR of "+adds+" (spec.flinkConfiguration) answers it"
+			}
+			if seen[msg] {
+				continue
+			}
+			seen[msg] = true
+			out = append(out, Finding{Rule: f.Rule, Severity: sev, Cluster: m.Resource.Cluster,
+				Message: msg + ": found " + f.Found + ", required " + f.Required, Fix: f.Fix})
+		}
+	}
+	return out
+}
+
+// jobSQLFiles are the absolute .sql paths a resource's job is given.
+func jobSQLFiles(r *Resource) map[string]bool {
+	args := r.JobArgs
+	if e, ok := flinkconf.Last(r.Config, "$internal.application.program-args"); ok {
+		args = append(slices.Clone(args), strings.Split(e.Value, ";")...)
+	}
+	out := map[string]bool{}
+	for _, a := range args {
+		if a = strings.TrimSpace(a); path.IsAbs(a) && strings.HasSuffix(a, ".sql") {
+			out[path.Clean(a)] = true
 		}
 	}
 	return out
