@@ -207,6 +207,10 @@ type missingClass struct {
 	InLib bool
 	// Plugin: the JAR is a plugin's, entered only through Flink's services.
 	Plugin bool
+	// Root: the class naming it is an entry point (a plugin's: a provider
+	// Flink's PluginLoader instantiates and calls whenever the plugin is
+	// used).
+	Root bool
 }
 
 // missingVerdict is judgeMissing's answer.
@@ -234,15 +238,20 @@ const (
 // unless a JAR that must load is built on it.
 func judgeMissing(m missingClass) (missingVerdict, Severity) {
 	switch {
-	case m.Plugin && !m.OwnCode && !m.HostProvides:
-		// Code a plugin bundles (Hadoop, an SDK) naming what neither the
-		// plugin nor the patterns give it: a path of that library the
-		// plugin does not take on any host (real 2.2.0 opens s3 with the
-		// 2.1.1 plugin, whose bundled Hadoop names lib's lz4 and its SDK
-		// classes it lacks), not the host's doing.
-		return missingQuiet, ""
-	case m.InLib:
+	case m.Plugin && m.Root:
+		// A plugin's provider (its factory) names a class its loader
+		// does not have: Flink fails whenever it uses the plugin (real
+		// Flink: NoClassDefFoundError when it opens the location), wherever
+		// else lib may hold the class (InLib says so in the message).
 		return missingReported, m.JARSeverity
+	case m.Plugin && !m.HostProvides:
+		// Deeper code of a plugin, its own (the paths of other schemes:
+		// the hdfs code of an s3 plugin) or bundled (Hadoop, an SDK),
+		// naming what the plugin does not hold: a path the plugin does not
+		// take on any host, not the host's doing (real 2.2.0 opens s3 with
+		// the 2.1.1 plugin, whose bundled Hadoop names lib's lz4). Flink's
+		// own API gone from the host is judged as for any JAR.
+		return missingQuiet, ""
 	case !m.Provided && !m.Dropped && (!m.OwnCode || m.ClusterProvided || m.Undeclared):
 		return missingQuiet, ""
 	case m.Dropped:
@@ -263,7 +272,7 @@ func judgeMissing(m missingClass) (missingVerdict, Severity) {
 // without the missing class's library, which nothing provides: its
 // supertype lies in it.
 func requiresLibrary(m missingClass, super bool) bool {
-	return super && !m.Provided && m.OwnCode && !m.ClusterProvided
+	return super && !m.Provided && m.OwnCode && !m.ClusterProvided && !m.Plugin // a plugin's are reported or quiet at once
 }
 
 // memberSeverity is the linkage-method and linkage-field policy: a member

@@ -35,21 +35,15 @@ func TestJudgeMissing(t *testing.T) {
 			with(own, func(m *missingClass) { m.Provided = true; m.PlannerOnly = true }), missingReported, Warning, false},
 		{"a library the JAR's own line's flink-dist carried: the JAR's severity",
 			with(own, func(m *missingClass) { m.Dropped = true; m.JARSeverity = Error; m.Undeclared = true }), missingReported, Error, true},
-		{"a plugin's own code using a class of lib its loader does not see: the plugin's severity",
-			with(own, func(m *missingClass) { m.Plugin = true; m.Provided = true; m.InLib = true; m.JARSeverity = Error }), missingReported, Error, false},
-		{"even when lib's is the host's own (a Flink class no pattern covers)",
-			with(own, func(m *missingClass) { m.Plugin = true; m.Provided = true; m.InLib = true; m.HostProvides = true }), missingReported, Warning, false},
-		{"code a plugin bundles reaching for lib: quiet, an optional path",
-			with(own, func(m *missingClass) {
-				m.Plugin = true
-				m.Provided = true
-				m.InLib = true
-				m.OwnCode = false
-				m.JARSeverity = Error
-			}), missingQuiet, "", false},
+		{"a plugin's provider naming a class its loader does not have (lib's): the plugin's severity",
+			with(own, func(m *missingClass) { m.Plugin = true; m.Root = true; m.InLib = true; m.JARSeverity = Error }), missingReported, Error, false},
+		{"the same, a class gone from a package the plugin has",
+			with(own, func(m *missingClass) { m.Plugin = true; m.Root = true; m.Provided = true }), missingReported, Warning, false},
+		{"a plugin's deeper own code naming lib's class: quiet, another scheme's path (an s3 plugin's hdfs code)",
+			with(own, func(m *missingClass) { m.Plugin = true; m.InLib = true; m.JARSeverity = Error }), missingQuiet, "", false},
 		{"code a plugin bundles missing a class of its own library: quiet, not the host's doing",
 			with(own, func(m *missingClass) { m.Plugin = true; m.Provided = true; m.OwnCode = false; m.JARSeverity = Error }), missingQuiet, "", false},
-		{"code a plugin bundles missing Flink's own API: an error",
+		{"a plugin's code missing Flink's own API: an error",
 			with(own, func(m *missingClass) { m.Plugin = true; m.Provided = true; m.OwnCode = false; m.HostProvides = true }), missingReported, Error, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -155,6 +155,18 @@ func acmePlugin(manifest string) []byte {
 		map[string][]string{"org.apache.flink.core.fs.FileSystemFactory": {"com.acme.fs.AcmeFactory"}})
 }
 
+// acmeDeepPlugin is acmePlugin whose factory reaches the library only
+// through another class of its own (a path of another scheme, as an s3
+// plugin's hdfs code names Hadoop's HDFS classes).
+func acmeDeepPlugin() []byte {
+	return testkit.ClassJAR("", []testkit.Class{
+		{Name: "com/acme/fs/AcmeFactory", Returns: map[string]string{"getScheme": "acme"},
+			Calls: []testkit.Call{{Owner: "com/acme/fs/HdfsPath", Name: "run", Descriptor: "()V"}}},
+		{Name: "com/acme/fs/HdfsPath", Methods: []testkit.Member{{Name: "run", Descriptor: "()V"}},
+			Calls: []testkit.Call{{Owner: "com/acme/util/Helper", Name: "make", Descriptor: "()V"}}}},
+		map[string][]string{"org.apache.flink.core.fs.FileSystemFactory": {"com.acme.fs.AcmeFactory"}})
+}
+
 func acmeUtil() []byte {
 	return testkit.ClassJAR("", []testkit.Class{{Name: "com/acme/util/Helper", Methods: []testkit.Member{{Name: "make", Descriptor: "()V"}}}}, nil)
 }
@@ -189,6 +201,7 @@ func TestPluginLinkageInItsOwnLoader(t *testing.T) {
 		{"the library in the plugin's folder", layout(uses, map[string][]byte{"acme/acme-fs-1.0.jar": acmePlugin(""), "acme/acme-util-1.0.jar": acmeUtil()}), ""},
 		{"a plugin parent-first pattern covering it", layout(uses+"plugin.classloader.parent-first-patterns.additional: com.acme.util\n", map[string][]byte{"acme/acme-fs-1.0.jar": acmePlugin("")}), ""},
 		{"the host's own plugin", layout(uses, map[string][]byte{"acme/flink-acme-fs-2.2.1.jar": acmePlugin(own)}), ""},
+		{"deeper code of the plugin naming it: another path, not judged", layout(uses, map[string][]byte{"acme/acme-fs-1.0.jar": acmeDeepPlugin()}), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := confSettings("jobmanager", nil, "")

@@ -310,6 +310,7 @@ type judged struct {
 	required map[string]bool // libraries its own reachable code is built on
 	absent   []pending       // findings waiting for required
 	newer    []*classfile.Class
+	roots    map[string]bool // its entry points
 }
 
 type pending struct {
@@ -391,8 +392,10 @@ func (r *resolver) judge(js []*deepJAR, out *linkage) {
 		if roots == nil {
 			roots = jvm.EntryPoints(j.jar, j.archive)
 		}
+		jd.roots = map[string]bool{}
 		for _, root := range roots {
 			jd.own.add(root)
+			jd.roots[root] = true
 		}
 		jd.groups, jd.hasPOM = runtimeGroups(j)
 		all = append(all, jd)
@@ -545,6 +548,7 @@ func (r *resolver) missing(jd *judged, c *classfile.Class, missing string) missi
 		MustLoad:        jd.j.mustLoad,
 		InLib:           jd.j.plugin != "" && r.cp.Lib.Find(missing) != nil,
 		Plugin:          jd.j.plugin != "",
+		Root:            jd.roots[c.Name],
 	}
 }
 

@@ -72,7 +72,9 @@ func plannerBundled(v *view) []Finding {
 				"install the same StreamFusion release and Flink line where the job graph is compiled and where it runs, and regenerate the job graph (adding the whole planner to worker job resources is not the fix)"})
 	}
 	for i, a := range v.Deep.Lib {
-		if i < len(v.Classpath) {
+		// With a baked verdict and usrlib as it was baked, lib's class
+		// index is read only for the plugins: lib stays the verdict's.
+		if i < len(v.Classpath) && (v.Deep.Baked == nil || len(v.Deep.Usrlib) > 0) {
 			check(v.Classpath[i], a, false)
 		}
 	}

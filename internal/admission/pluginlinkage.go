@@ -32,53 +32,60 @@ func (v *view) judgePlugins(cp *jvm.Classpath, libJARs []*deepJAR, out *linkage)
 		return
 	}
 	used := v.pluginsInUse()
-	var judge, all []*deepJAR
-	all = append(all, libJARs...)
 	for _, p := range v.Deep.Plugins {
-		var archives []*deepJAR
-		l := cp.Plugin(p.Dir, nil, v.Deep.PluginParentFirst)
-		for i, j := range p.JARs {
-			a := p.Archives[i]
-			if a == nil {
-				continue
-			}
-			l.JARs = append(l.JARs, a)
-			d := &deepJAR{jar: j, archive: a, loader: l, sev: Warning, plugin: p.Name, host: v.hostOwn(j), roots: flinkServiceProviders(a)}
-			if used[p.Name] != "" {
-				d.sev, d.mustLoad = Error, true
-			}
-			if s := v.stockOf[j.Path]; s != nil && s.Line != "" {
-				d.builtFor = "Flink " + s.Line + " (" + s.Evidence + ")"
-			}
-			archives = append(archives, d)
+		v.judgePlugin(cp, libJARs, p, used[p.Name] != "", out)
+	}
+}
+
+// judgePlugin judges one plugin folder (judgePlugins); used: a configured
+// location needs it.
+func (v *view) judgePlugin(cp *jvm.Classpath, libJARs []*deepJAR, p DeepPlugin, used bool, out *linkage) {
+	l := cp.Plugin(p.Dir, nil, v.Deep.PluginParentFirst)
+	var judge, mine []*deepJAR
+	for i, j := range p.JARs {
+		a := p.Archives[i]
+		if a == nil {
+			continue
 		}
-		for _, d := range archives {
-			if d.host {
-				cp.ResolveOnly(d.archive)
-			} else {
-				judge = append(judge, d)
-			}
+		l.JARs = append(l.JARs, a)
+		d := &deepJAR{jar: j, archive: a, loader: l, sev: Warning, plugin: p.Name, host: v.pluginHostOwn(j), roots: flinkServiceProviders(a)}
+		if used {
+			d.sev, d.mustLoad = Error, true
 		}
-		all = append(all, archives...)
+		if s := v.stockOf[j.Path]; s != nil && s.Line != "" {
+			d.builtFor = "Flink " + s.Line + " (" + s.Evidence + ")"
+		}
+		mine = append(mine, d)
+		if d.host {
+			cp.ResolveOnly(a)
+		} else {
+			judge = append(judge, d)
+		}
 	}
 	if len(judge) == 0 {
 		return
 	}
-	r := &resolver{cp: cp, packages: packages(all), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(all),
+	// The packages the plugin's loader sees: its JARs', and lib's that
+	// the plugin parent-first patterns cover.
+	visible := packages(mine)
+	for _, d := range libJARs {
+		for name := range d.archive.Classes {
+			if l.ParentFirstFor(name) {
+				visible[pkg(name)] = true
+			}
+		}
+	}
+	r := &resolver{cp: cp, packages: visible, maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(libJARs),
 		parentFirst: v.Deep.PluginParentFirst}
 	r.dropped = v.droppedPackages(judge)
 	var fresh linkage
 	r.judge(judge, &fresh)
-	// A plugin nothing needs fails only when used: at most a warning.
-	unused := map[string]bool{}
-	for _, d := range judge {
-		unused[d.jar.Path] = used[d.plugin] == ""
-	}
 	for _, list := range []*[]Finding{&fresh.class, &fresh.method, &fresh.field, &fresh.version} {
 		for i := range *list {
-			f := &(*list)[i]
-			if unused[f.Path] {
-				f.Severity = Warning
+			if !used {
+				// A plugin nothing needs fails only when used: at most
+				// a warning.
+				(*list)[i].Severity = Warning
 			}
 		}
 	}
@@ -86,6 +93,12 @@ func (v *view) judgePlugins(cp *jvm.Classpath, libJARs []*deepJAR, out *linkage)
 	out.method = append(out.method, fresh.method...)
 	out.field = append(out.field, fresh.field...)
 	out.version = append(out.version, fresh.version...)
+}
+
+// pluginHostOwn: a plugin JAR of the host's release, by the planner's
+// release or flink-dist's (an image without a planner in lib).
+func (v *view) pluginHostOwn(j *payload.JAR) bool {
+	return v.hostOwn(j) || v.release != nil && HostOwn(j, v.release.Version)
 }
 
 // flinkServiceProviders are the classes a plugin JAR's service files for

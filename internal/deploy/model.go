@@ -52,7 +52,10 @@ type Resource struct {
 	JarURI string `json:"jarURI,omitempty"`
 	// JobArgs are a FlinkDeployment's spec.job.args: the arguments of its
 	// application's main class (a SQL runner's .sql file).
-	JobArgs    []string    `json:"jobArgs,omitempty"`
+	JobArgs []string `json:"jobArgs,omitempty"`
+	// JobJarURI is a FlinkDeployment's spec.job.jarURI: the operator adds
+	// it to pipeline.jars.
+	JobJarURI  string      `json:"jobJarURI,omitempty"`
 	Containers []Container `json:"containers"`
 	// Notes say what was seen but not checked (sidecars, a Pod template
 	// without a Flink container).

@@ -259,7 +259,7 @@ func fromFlinkDeployment(fd *flinkDeployment) *Resource {
 		Cluster: key(m.Namespace, m.Name), FlinkVersion: fd.Spec.FlinkVersion}
 	r.Config = flinkConfiguration(fd.Spec.FlinkConfiguration, "spec.flinkConfiguration of "+r.ID())
 	if fd.Spec.Job != nil {
-		r.JobArgs = fd.Spec.Job.Args
+		r.JobArgs, r.JobJarURI = fd.Spec.Job.Args, fd.Spec.Job.JarURI
 	}
 	jm, tm := roles.K8sJobManager, roles.K8sTaskManager
 	if fd.Spec.Mode == "standalone" {

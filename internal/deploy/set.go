@@ -254,8 +254,13 @@ func checkJobSQL(members []Member) []Finding {
 				continue
 			}
 			sev, msg := admission.Error, fmt.Sprintf("%s: %s, the SQL file spec.job.args names: %s", m.Resource.ID(), f.Path, base)
-			if adds != "" {
+			switch {
+			case adds != "":
 				sev, msg = admission.Warning, msg+", unless a JAR of "+adds+" (spec.flinkConfiguration) answers it"
+			case !inUsrlibOf(m.Resource.JobJarURI, f.Path):
+				// The job's JAR (the operator puts it in pipeline.jars) is
+				// not one the image's check read: it may bundle the factory.
+				sev, msg = admission.Warning, msg+", unless the job's JAR "+m.Resource.JobJarURI+" (spec.job.jarURI) answers it"
 			}
 			if seen[msg] {
 				continue
@@ -266,6 +271,18 @@ func checkJobSQL(members []Member) []Finding {
 		}
 	}
 	return out
+}
+
+// inUsrlibOf says whether a job's jarURI is a JAR the image's check read
+// with the SQL file at sql: none, or a local:// JAR in the usrlib that
+// holds the file.
+func inUsrlibOf(jarURI, sql string) bool {
+	if jarURI == "" {
+		return true
+	}
+	p, ok := strings.CutPrefix(jarURI, "local://")
+	i := strings.Index(sql, "/usrlib/")
+	return ok && i >= 0 && strings.HasPrefix(path.Clean(p), sql[:i+len("/usrlib/")])
 }
 
 // jobSQLFiles are the absolute .sql paths a resource's job is given.

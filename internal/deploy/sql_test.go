@@ -42,21 +42,23 @@ spec:
   flinkVersion: v2_2
   flinkConfiguration: {%s}
   job:
-    jarURI: local:///opt/flink/usrlib/sql-runner.jar
+    jarURI: %s
     args: [%s]
 `
+	const inUsrlib = "local:///" + testkit.FlinkHome + "/usrlib/sql-runner.jar"
 	for _, tc := range []struct {
-		name, conf, args string
-		want             string // severity of the finding; "" none
+		name, conf, jar, args string
+		want                  string // severity of the finding; "" none
 	}{
-		{"the job's args name the file", "", file, "error"},
-		{"program-args name it", `"$internal.application.program-args": "` + file + `"`, "", "error"},
-		{"another file", "", "/opt/flink/usrlib/other.sql", ""},
-		{"no args", "", "", ""},
-		{"pipeline.jars may bring the connector", "pipeline.jars: file:///opt/flink/extra/kafka.jar", file, "warning"},
+		{"the job's args name the file", "", inUsrlib, file, "error"},
+		{"program-args name it", `"$internal.application.program-args": "` + file + `"`, inUsrlib, "", "error"},
+		{"another file", "", inUsrlib, "/opt/flink/usrlib/other.sql", ""},
+		{"no args", "", inUsrlib, "", ""},
+		{"pipeline.jars may bring the connector", "pipeline.jars: file:///opt/flink/extra/kafka.jar", inUsrlib, file, "warning"},
+		{"the job's JAR, outside usrlib, may bring it", "", "local:///opt/app/sql-runner-fat.jar", file, "warning"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := ParseObject(fmt.Appendf(nil, doc, tc.conf, tc.args))
+			r, err := ParseObject(fmt.Appendf(nil, doc, tc.conf, tc.jar, tc.args))
 			require.NoError(t, err)
 			var members []Member
 			for _, c := range r.Containers {

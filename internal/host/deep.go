@@ -116,6 +116,9 @@ func openPlugins(ctx context.Context, fsys fs.FS, f *admission.Facts, d *admissi
 		}
 	}
 	d.PluginParentFirst, d.PluginParentFirstFrom = defaultParentFirst(f.Classpath, lib, jvm.PluginParentFirst, fallbackPluginParentFirst)
+	if set, from := additionalParentFirst(f.Config, jvm.PluginParentFirst.Key); len(set) > 0 { // the default, as configured
+		d.PluginParentFirst, d.PluginParentFirstFrom = set, jvm.PluginParentFirst.Key+" from "+from
+	}
 	if extra, from := additionalParentFirst(f.Config, keyPluginParentFirstAdditional); len(extra) > 0 {
 		d.PluginParentFirst = append(d.PluginParentFirst, extra...)
 		d.PluginParentFirstFrom += "; " + keyPluginParentFirstAdditional + " from " + from
@@ -144,7 +147,8 @@ func defaultParentFirst(jars []*payload.JAR, archives []*payload.Archive, opt jv
 	return fallback, "the default of Flink 1.18 to 2.2 (no readable CoreOptions in flink-dist)"
 }
 
-// additionalParentFirst is an .additional parent-first option (key) as
+// additionalParentFirst is a parent-first option (key: .additional, or a
+// configured .default) as
 // the process runs with it (ReadConfig: the config file, flat key or
 // nested, FLINK_PROPERTIES, argv): a ';'-separated string or a YAML list,
 // and where it was set.
