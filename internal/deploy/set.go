@@ -238,7 +238,7 @@ func checkJobSQL(members []Member) []Finding {
 	var out []Finding
 	seen := map[string]bool{}
 	for _, m := range members {
-		named := jobSQLFiles(m.Resource)
+		named := JobSQLFiles(m.Resource)
 		if len(named) == 0 || len(m.Facts.SQL) == 0 {
 			continue
 		}
@@ -285,8 +285,8 @@ func inUsrlibOf(jarURI, sql string) bool {
 	return ok && i >= 0 && strings.HasPrefix(path.Clean(p), sql[:i+len("/usrlib/")])
 }
 
-// jobSQLFiles are the absolute .sql paths a resource's job is given.
-func jobSQLFiles(r *Resource) map[string]bool {
+// JobSQLFiles are the absolute .sql paths a resource's job is given.
+func JobSQLFiles(r *Resource) map[string]bool {
 	args := r.JobArgs
 	if e, ok := flinkconf.Last(r.Config, "$internal.application.program-args"); ok {
 		args = append(slices.Clone(args), strings.Split(e.Value, ";")...)

@@ -45,6 +45,13 @@ func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Dur
 	}
 	byImage := map[string]*result{}
 	slots := make(chan struct{}, j.reads())
+	// A job given SQL of its image (spec.job.args naming a .sql file)
+	// needs the image's deep check: its usrlib's SQL against the table
+	// factories (deploy's checkJobSQL reads the findings).
+	verify := j.Cache.Verify
+	if j.Cache.Deep() && len(deploy.JobSQLFiles(res)) > 0 {
+		verify = j.Cache.VerifyDeep
+	}
 	var wg sync.WaitGroup
 	started := 0
 	for _, ct := range res.Containers {
@@ -63,7 +70,7 @@ func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Dur
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			r.v, r.err = j.Cache.Verify(ctx, ct.Image, ct.Platform, j.Secrets.Credentials(ct.PullSecrets))
+			r.v, r.err = verify(ctx, ct.Image, ct.Platform, j.Secrets.Credentials(ct.PullSecrets))
 		})
 	}
 	wg.Wait()

@@ -82,6 +82,7 @@ type Options struct {
 // JobJAR is a session job's JAR for the deep check: the file at Path is
 // placed at $FLINK_HOME/usrlib/Name of the image.
 type JobJAR struct {
+	// Name "" asks for the image's deep check with no job JAR (VerifyDeep).
 	Name   string
 	Path   string // "" when only the digest is known (an unchanged JAR)
 	SHA256 string // hex, the verdict's key with the image digest
@@ -216,8 +217,16 @@ func (c *Cache) VerifyJob(ctx context.Context, ref, platform string, cr Credenti
 // ImageDeep is Options.Deep of internal/image: the image verified deep
 // with the job JAR in its usrlib.
 func ImageDeep(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
-	read.JobJARs = []image.JobJAR{{Name: jar.Name, Path: jar.Path}}
+	read.JobJARs, read.Deep = jobJARs(jar), true
 	return read.Verify(ctx, img)
+}
+
+// jobJARs places jar in usrlib; none for VerifyDeep's.
+func jobJARs(jar JobJAR) []image.JobJAR {
+	if jar.Name == "" {
+		return nil
+	}
+	return []image.JobJAR{{Name: jar.Name, Path: jar.Path}}
 }
 
 // ViewsDeep is ImageDeep reusing an image's lib across job JARs: the
@@ -225,9 +234,17 @@ func ImageDeep(ctx context.Context, read image.VerifyOptions, img v1.Image, jar 
 // is checked on the kept view (image.Views; same findings).
 func ViewsDeep(vs *image.Views) func(context.Context, image.VerifyOptions, v1.Image, JobJAR) (*image.Result, error) {
 	return func(ctx context.Context, read image.VerifyOptions, img v1.Image, jar JobJAR) (*image.Result, error) {
-		read.JobJARs = []image.JobJAR{{Name: jar.Name, Path: jar.Path}}
+		read.JobJARs, read.Deep = jobJARs(jar), true
 		return vs.Verify(ctx, read, img)
 	}
+}
+
+// VerifyDeep returns the verdict on ref from the deep check with no job
+// JAR: what a FlinkDeployment whose job runs SQL of the image needs (its
+// usrlib's SQL against the table factories of lib and usrlib). Kept by
+// digest as the job JARs' verdicts are; ErrNoDeep without Options.Deep.
+func (c *Cache) VerifyDeep(ctx context.Context, ref, platform string, cr Credentials) (*Verdict, error) {
+	return c.VerifyJob(ctx, ref, platform, cr, JobJAR{})
 }
 
 // Deep says whether VerifyJob can judge a job JAR (Options.Deep is set).
@@ -235,11 +252,18 @@ func (c *Cache) Deep() bool { return c.opts.Deep != nil }
 
 // jobKey is what a job JAR adds to a verdict's key.
 func jobKey(jar *JobJAR) string {
-	if jar == nil {
+	switch {
+	case jar == nil:
 		return ""
+	case jar.Name == "":
+		return "|deep"
 	}
 	return "|jar:" + jar.SHA256
 }
+
+// needsJAR: a job JAR known only by its digest, whose verdict is not
+// kept (ErrNeedJAR).
+func needsJAR(jar *JobJAR) bool { return jar != nil && jar.Name != "" && jar.Path == "" }
 
 func (c *Cache) verifyRef(ctx context.Context, ref, platform string, cr Credentials, jar *JobJAR) (*Verdict, error) {
 	v, run, err := c.prepare(ctx, ref, platform, cr, jar)
@@ -310,7 +334,7 @@ func (c *Cache) prepare(ctx context.Context, ref, platform string, cr Credential
 	if v := c.kept(top, plat, sfx); v != nil {
 		return c.hit(v, ref), nil, nil
 	}
-	if jar != nil && jar.Path == "" {
+	if needsJAR(jar) {
 		return nil, nil, ErrNeedJAR
 	}
 	return nil, &verification{key: top + "|" + plat + sfx, r: r, want: want, p: p}, nil
@@ -548,7 +572,7 @@ func (c *Cache) local(ctx context.Context, ref string, want v1.Platform, jar *Jo
 	if v := c.kept(d.String(), want.String(), jobKey(jar)); v != nil {
 		return c.hit(v, ref), nil
 	}
-	if jar != nil && jar.Path == "" {
+	if needsJAR(jar) {
 		return nil, ErrNeedJAR
 	}
 	v, err := c.verify(ctx, ref, imgs[0].Image, want, jar)

@@ -65,7 +65,7 @@ func (c *Cache) syntheticVerdict(ctx context.Context, ref string, img v1.Image, 
 	if v := c.kept(d.String(), want.String(), sfx); v != nil {
 		return c.hit(v, ref), nil
 	}
-	if jar != nil && jar.Path == "" {
+	if needsJAR(jar) {
 		return nil, ErrNeedJAR
 	}
 	res, err, _ := c.group.Do(d.String()+"|"+want.String()+sfx, func() (any, error) {
