@@ -2,6 +2,7 @@ package image
 
 import (
 	"archive/tar"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,8 +20,10 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
@@ -233,29 +237,78 @@ type diskOpen struct {
 func (f *diskOpen) Stat() (fs.FileInfo, error) { return f.info, nil }
 
 // deepJARs returns the names (links resolved) of the JARs the deep check
-// may open: those host.List finds in lib, in usrlib beside it and below
-// plugins/, as host.Gather lists them (of the plugins', it opens only
-// those of a folder with a JAR not the host's own).
+// may open: those host.List finds in lib and in usrlib beside it, as
+// host.Gather lists them, and those of each plugin folder with a JAR that
+// is not the host's own (the only folders it judges: host's openPlugins).
 func deepJARs(v *view, libDir, pluginsDir string) []string {
 	var out []string
-	dirs := []string{libDir, path.Join(path.Dir(path.Clean(libDir)), "usrlib")}
-	if pluginsDir != "" {
-		dirs = append(dirs, pluginsDir)
-	}
-	for _, dir := range dirs {
-		names, _, err := host.List(v.fsys, dir)
-		if err != nil {
-			continue
-		}
-		for _, n := range names {
-			target, info, err := rootfs.Resolve(v.fsys, n)
-			if err != nil || !info.Mode().IsRegular() || v.jars[target] == nil || slices.Contains(out, target) {
-				continue
-			}
+	add := func(target string) {
+		if !slices.Contains(out, target) {
 			out = append(out, target)
 		}
 	}
+	release := ""
+	for _, dir := range []string{libDir, path.Join(path.Dir(path.Clean(libDir)), "usrlib")} {
+		for _, n := range v.listJARs(dir) {
+			add(n.target)
+			if j := v.jars[n.target].jar("/"+n.name, "/"+n.target, true); admission.IsDist(path.Base(n.name)) && dir == libDir {
+				release = cmp.Or(j.Properties["project.version"], manifestAttr(j, "Implementation-Version"))
+			}
+		}
+	}
+	if pluginsDir == "" {
+		return out
+	}
+	folders := map[string][]string{}
+	judged := map[string]bool{}
+	for _, n := range v.listJARs(pluginsDir) {
+		rest := strings.TrimPrefix(n.name, strings.TrimPrefix(path.Clean(pluginsDir), "/")+"/")
+		folder, _, nested := strings.Cut(rest, "/")
+		if !nested {
+			continue // straight in plugins/: never loaded
+		}
+		folders[folder] = append(folders[folder], n.target)
+		judged[folder] = judged[folder] || !admission.HostOwn(v.jars[n.target].jar("/"+n.name, "/"+n.target, false), release)
+	}
+	for _, f := range slices.Sorted(maps.Keys(folders)) {
+		if judged[f] {
+			for _, t := range folders[f] {
+				add(t)
+			}
+		}
+	}
 	return out
+}
+
+// listed is a JAR host.List finds: its name and the regular file it
+// resolves to, with facts read.
+type listed struct{ name, target string }
+
+// listJARs lists the JARs of dir as host.List finds them, those that
+// resolve to a regular file read for its facts.
+func (v *view) listJARs(dir string) []listed {
+	names, _, err := host.List(v.fsys, dir)
+	if err != nil {
+		return nil
+	}
+	var out []listed
+	for _, n := range names {
+		target, info, err := rootfs.Resolve(v.fsys, n)
+		if err != nil || !info.Mode().IsRegular() || v.jars[target] == nil {
+			continue
+		}
+		out = append(out, listed{n, target})
+	}
+	return out
+}
+
+// manifestAttr is a main manifest attribute of j, "" when absent.
+func manifestAttr(j *payload.JAR, name string) string {
+	if j == nil || j.Manifest == nil {
+		return ""
+	}
+	s, _ := j.Manifest.Get(name)
+	return s
 }
 
 // deepNames returns the image's JARs the deep check opens (deepJARs)

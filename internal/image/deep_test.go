@@ -329,3 +329,31 @@ func TestUsrlibSQLBounded(t *testing.T) {
 	assert.Len(t, files, 64)
 	assert.False(t, files["/opt/flink/lib/x.sql"], "lib's SQL is not a job's")
 }
+
+// A plugin folder with a JAR not the host's own is read for the deep
+// check and judged in the plugin's class loader: its factory calls a class
+// only lib has. A folder of the host's own plugin is neither read nor
+// judged, whatever its code calls.
+func TestVerifyDeepJudgesPlugins(t *testing.T) {
+	t.Parallel()
+	plugin := func(manifest string) []byte {
+		return testkit.ClassJAR(manifest, []testkit.Class{{Name: "com/acme/fs/AcmeFactory", Returns: map[string]string{"getScheme": "acme"},
+			Calls: []testkit.Call{{Owner: "com/acme/util/Helper", Name: "make", Descriptor: "()V"}}}},
+			map[string][]string{"org.apache.flink.core.fs.FileSystemFactory": {"com.acme.fs.AcmeFactory"}})
+	}
+	util := testkit.ClassJAR("", []testkit.Class{{Name: "com/acme/util/Helper", Methods: []testkit.Member{{Name: "make", Descriptor: "()V"}}}}, nil)
+	own := testkit.Manifest("Implementation-Vendor-Id", "org.apache.flink", "Implementation-Version", "2.2.0")
+	img := deepImage(t, []imagekit.Entry{{Name: "/opt/flink/lib/acme-util-1.0.jar", Data: util},
+		{Name: "/opt/flink/plugins/acme/acme-fs-1.0.jar", Data: plugin("")},
+		{Name: "/opt/flink/plugins/own/flink-own-fs-2.2.0.jar", Data: plugin(own)}})
+	var got []string
+	for _, f := range verifyDeep(t, img, VerifyOptions{Deep: true}) {
+		if strings.Contains(f, "/plugins/") {
+			got = append(got, f)
+		}
+	}
+	require.Len(t, got, 1, "%v", got)
+	assert.True(t, strings.HasPrefix(got[0], "linkage-class warning "), got[0])
+	assert.Contains(t, got[0], "/opt/flink/plugins/acme/acme-fs-1.0.jar")
+	assert.Contains(t, got[0], "lib has it (/opt/flink/lib/acme-util-1.0.jar)")
+}
