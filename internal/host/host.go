@@ -182,7 +182,8 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 			fingerprinted = len(names) + len(usrlib)
 		}
 	}
-	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, native, len(names), progress, fingerprinted)
+	early := readEarlyConfig(fsys, s, names)
+	jars, err := readAll(ctx, fsys, all, s.Workers, s.ReadJAR, native, len(names), progress, fingerprinted, early.providers(s))
 	if err != nil {
 		return nil, err
 	}
@@ -191,9 +192,13 @@ func Gather(ctx context.Context, fsys fs.FS, s Settings, progress *Progress) (*a
 	f.Plugins = jars[len(names)+len(usrlib):]
 	release := distVersion(f.Classpath)
 	if s.ConfDir != "" {
-		conf := readConfFile(fsys, s.ConfDir, release) // read once, for the JDK lookup and the config
+		conf, config := early.file, early.config
+		if early.release != release { // the file name said another release than the JAR
+			conf = readConfFile(fsys, s.ConfDir, release) // read once, for the JDK lookup and the config
+			config = readConfig(fsys, s, release, conf)
+		}
 		f.JDK = jdkFromConf(fsys, s, conf)
-		f.Config = readConfig(fsys, s, release, conf)
+		f.Config = config
 	} else {
 		f.JDK = jdkAsFlink(fsys, s, release)
 	}
@@ -244,11 +249,48 @@ func distVersion(jars []*payload.JAR) string {
 
 func isDist(name string) bool { return admission.IsDist(path.Base(name)) }
 
+// earlyConfig is the configuration read before the JARs, with the
+// release flink-dist's file name says (flink-dist-2.2.1.jar): whether the
+// start needs lib's and the plugins' service providers is known before
+// they are read, so each JAR is read once. The JAR's own release decides
+// in the end; when it differs, the configuration is read again with it.
+type earlyConfig struct {
+	release string
+	file    *confFileData
+	config  admission.Config
+}
+
+func readEarlyConfig(fsys fs.FS, s Settings, classpath []string) earlyConfig {
+	var e earlyConfig
+	for _, n := range classpath {
+		if b := path.Base(n); isDist(b) && e.release == "" {
+			e.release = strings.TrimSuffix(strings.TrimPrefix(b, "flink-dist-"), ".jar")
+		}
+	}
+	if _, ok := admission.ParseFlinkVersion(e.release); !ok || s.ConfDir == "" {
+		return earlyConfig{release: "\x00"} // matches no JAR's release
+	}
+	e.file = readConfFile(fsys, s.ConfDir, e.release)
+	e.config = readConfig(fsys, s, e.release, e.file)
+	return e
+}
+
+// providers says whether the JARs are read with their service providers
+// (payload.Options.Providers): when the configuration names a location or
+// a reporter Flink resolves through them (providers in filesystems.go), or
+// a check that reads them all (AllProviders).
+func (e earlyConfig) providers(s Settings) bool {
+	if s.ReadJAR != nil {
+		return false // an image's facts: providers reads them from the layers' facts
+	}
+	return s.AllProviders || e.file != nil && admission.NeedsProviders(e.release, e.config.Role, e.config.Entries)
+}
+
 // readAll reads every JAR, a few at a time, keeping their order; the
 // first nativeUpTo with the ELF facts of their native libraries for the
 // platform native (when not empty), the first fingerprinted with their
-// fingerprints.
-func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, native string, nativeUpTo int, progress *Progress, fingerprinted int) ([]*payload.JAR, error) {
+// fingerprints, all with their service providers when providers.
+func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read func(fs.FS, string, payload.Options) *payload.JAR, native string, nativeUpTo int, progress *Progress, fingerprinted int, providers bool) ([]*payload.JAR, error) {
 	if workers <= 0 {
 		workers = 2
 	}
@@ -264,7 +306,7 @@ func readAll(ctx context.Context, fsys fs.FS, names []string, workers int, read 
 			defer wg.Done()
 			for i := range next {
 				progress.begin("/" + names[i])
-				opt := payload.Options{Properties: isDist(names[i]), Fingerprint: i < fingerprinted}
+				opt := payload.Options{Properties: isDist(names[i]), Fingerprint: i < fingerprinted, Providers: providers}
 				if i < nativeUpTo { // the classpath's: those the JVM loads libraries of
 					opt.Native = native
 				}
