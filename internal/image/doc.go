@@ -31,7 +31,9 @@
 // which the facts leave out: while the layers are read, every JAR read is
 // also copied into a private temporary directory (a layer's first entry of
 // a name, the one the merge keeps); once merged, the copies of the lib and
-// usrlib JARs the image ends with are kept and the rest deleted, and the
+// usrlib JARs the image ends with (and of the plugin folders the check
+// judges: those with a JAR not the host's own) are kept and the rest
+// deleted, and the
 // layers the cache answered are read again for theirs (checked against
 // their diff IDs again). The merged tree, with those names answered from
 // the copies, is the root host's deep gathering opens JARs in with
