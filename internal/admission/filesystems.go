@@ -19,7 +19,10 @@ type FileSystems struct {
 	PluginsDir string   // absolute; "" when it does not exist
 	Plugins    []Plugin // its subfolders, in name order, those ENABLE_BUILT_IN_PLUGINS makes included
 	Loose      []string // JARs straight in plugins/, which Flink never loads
-	Enabled    []Enabled
+	// Nested are JARs in a subfolder of a plugin folder: Flink loads only
+	// the files directly in the folder.
+	Nested  []string
+	Enabled []Enabled
 	// Factories are the FileSystemFactory service providers of lib, then
 	// of each plugin, as FileSystem.initialize registers them (a later
 	// one of a scheme wins); read only when a location the configuration
@@ -47,8 +50,8 @@ type FileSystems struct {
 	Opt []string
 }
 
-// Plugin is one subfolder of plugins/: Flink loads its JARs (found
-// recursively) in one plugin class loader.
+// Plugin is one subfolder of plugins/: Flink loads its JARs (the *.jar
+// files directly in it) in one plugin class loader.
 type Plugin struct {
 	Name string
 	Dir  string   // absolute
@@ -255,12 +258,13 @@ func (fs *FileSystems) fixFor(scheme string, plugins []string, release string) s
 
 func (fs *FileSystems) pluginsDir() string { return cmp.Or(fs.PluginsDir, "plugins") }
 
-// pluginsLoose reports JARs straight in plugins/: Flink loads only
-// subfolders. A warning: where a configured location needs what one of
+// pluginsLoose reports JARs straight in plugins/ and in a plugin folder's
+// subfolders: Flink loads only the JARs directly in each subfolder of
+// plugins/. A warning: where a configured location needs what one of
 // them would serve, fs-scheme-unserved is the error, and its fix moves it.
 func pluginsLoose(v *view) []Finding {
 	fsys := v.FileSystems
-	if fsys == nil || len(fsys.Loose) == 0 {
+	if fsys == nil {
 		return nil
 	}
 	var out []Finding
@@ -269,7 +273,20 @@ func pluginsLoose(v *view) []Finding {
 			Found: j, Required: "every plugin JAR in a folder of its own below " + fsys.pluginsDir(),
 			Fix: fmt.Sprintf("move it into %s/%s/, or remove it", fsys.pluginsDir(), strings.TrimSuffix(path.Base(j), ".jar"))})
 	}
+	for _, j := range fsys.Nested {
+		folder := fsys.folderOf(j)
+		out = append(out, Finding{Severity: Warning, Path: j, Message: "a JAR in a subfolder of a plugin folder is never loaded: Flink loads the *.jar files directly in each plugin folder",
+			Found: j, Required: "the plugin's JARs directly in " + folder,
+			Fix: fmt.Sprintf("move it into %s/, or remove it", folder)})
+	}
 	return out
+}
+
+// folderOf is the plugin folder a path below plugins/ is in.
+func (fs *FileSystems) folderOf(p string) string {
+	rest := strings.TrimPrefix(p, fs.pluginsDir()+"/")
+	name, _, _ := strings.Cut(rest, "/")
+	return fs.pluginsDir() + "/" + name
 }
 
 // pluginsEmpty reports a subfolder of plugins/ without a JAR: Flink's
@@ -284,9 +301,20 @@ func pluginsEmpty(v *view) []Finding {
 		if len(p.JARs) > 0 || p.Linked || p.Enabled {
 			continue
 		}
-		out = append(out, Finding{Path: p.Dir, Message: "a plugin folder holds no JAR: Flink refuses it and fails at start (\"Cannot find any jar files for plugin in directory\")",
+		f := Finding{Path: p.Dir, Message: "a plugin folder holds no JAR: Flink refuses it and fails at start (\"Cannot find any jar files for plugin in directory\")",
 			Found: p.Dir + " without a *.jar", Required: "each folder below plugins/ holding the plugin's JARs",
-			Fix: "put the plugin's JAR into " + p.Dir + ", or remove the folder"})
+			Fix: "put the plugin's JAR into " + p.Dir + ", or remove the folder"}
+		var nested []string
+		for _, j := range fsys.Nested {
+			if strings.HasPrefix(j, p.Dir+"/") {
+				nested = append(nested, j)
+			}
+		}
+		if len(nested) > 0 {
+			f.Found = p.Dir + " without a *.jar of its own; in its subfolders, which Flink does not look in: " + strings.Join(nested, ", ")
+			f.Fix = "move the plugin's JARs up into " + p.Dir + "/"
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -13,8 +13,9 @@ import (
 
 // gatherFileSystems reads what Flink's FileSystem, plugin loader and
 // reporter setup will find: plugins/ as Flink's DirectoryBasedPluginFinder
-// lists it (each subfolder one plugin, its JARs found recursively; files
-// straight in it ignored), what the image entrypoint's
+// lists it (each subfolder one plugin, the *.jar files directly in it its
+// JARs; files straight in plugins/ and JARs of a plugin's subfolders
+// ignored), what the image entrypoint's
 // ENABLE_BUILT_IN_PLUGINS links in after the check, and the file system
 // and reporter factories of lib and of each plugin.
 func gatherFileSystems(fsys fs.FS, s Settings, f *admission.Facts) *admission.FileSystems {
@@ -157,16 +158,27 @@ func readPlugins(fsys fs.FS, dir string, jars []*payload.JAR, out *admission.Fil
 		switch {
 		case isDir:
 			pl := admission.Plugin{Name: e.Name(), Dir: p, Linked: linked}
+			var below []string
 			if linked {
 				names, _, _ := List(fsys, p)
 				for _, n := range names {
-					pl.JARs = append(pl.JARs, "/"+n)
+					below = append(below, "/"+n)
 				}
 			} else {
 				for _, j := range jars {
 					if strings.HasPrefix(j.Path, p+"/") {
-						pl.JARs = append(pl.JARs, j.Path)
+						below = append(below, j.Path)
 					}
+				}
+			}
+			// Flink lists a plugin folder's own files (Files.list in
+			// DirectoryBasedPluginFinder, both lines): a JAR of a
+			// subfolder is never loaded.
+			for _, j := range below {
+				if path.Dir(j) == p {
+					pl.JARs = append(pl.JARs, j)
+				} else {
+					out.Nested = append(out.Nested, j)
 				}
 			}
 			out.Plugins = append(out.Plugins, pl)

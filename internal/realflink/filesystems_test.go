@@ -62,6 +62,7 @@ var fsCases = []fsCase{
 	{name: "s3 allowed to fall back, no Hadoop", conf: "fs.allowed-fallback-filesystems: s3\nstate.checkpoints.dir: s3://bucket/cp"},
 	{name: "the new key on 2.x", only: "2", conf: "execution.checkpointing.dir: s3://bucket/cp\nexecution.checkpointing.savepoint-dir: s3://bucket/sp", plugins: map[string]string{"s3": "flink-s3-fs-hadoop"}},
 	{name: "an empty plugin folder", conf: "state.checkpoints.dir: file:///tmp/cp", empty: "s3"},
+	{name: "the plugin JAR in a subfolder of its folder", conf: "state.checkpoints.dir: s3://bucket/cp", plugins: map[string]string{"s3/lib": "flink-s3-fs-hadoop"}},
 	{name: "an upper-case scheme", conf: "state.checkpoints.dir: S3://bucket/cp", plugins: map[string]string{"s3": "flink-s3-fs-hadoop"}},
 	// A plugin of another release (artifact@release): its factory is
 	// found, and its code does not link against the host's Flink.
