@@ -81,4 +81,7 @@ type Container struct {
 	Platform string `json:"platform,omitempty"`
 	// PullSecrets are the pod's imagePullSecrets names.
 	PullSecrets []string `json:"pullSecrets,omitempty"`
+	// Mounts are the mount paths of the container's volumes: what is
+	// below them is not the image's.
+	Mounts []string `json:"mounts,omitempty"`
 }

@@ -294,6 +294,11 @@ func fromFlinkDeployment(fd *flinkDeployment) *Resource {
 				if tc.Name == MainContainer && tc.Image != "" {
 					c.Image = tc.Image
 				}
+				if tc.Name == MainContainer {
+					for _, m := range tc.VolumeMounts {
+						c.Mounts = appendNew(c.Mounts, path.Clean(m.MountPath))
+					}
+				}
 			}
 		}
 		c.Platform = platformOf(selector)

@@ -250,8 +250,8 @@ func checkJobSQL(members []Member) []Finding {
 		}
 		for _, f := range m.Facts.SQL {
 			base, unnamed := strings.CutSuffix(f.Message, admission.SQLUnnamed)
-			if !named[f.Path] || !unnamed {
-				continue
+			if !named[f.Path] || !unnamed || mounted(m.Container.Mounts, f.Path) {
+				continue // a volume's file is not the image's
 			}
 			sev, msg := admission.Error, fmt.Sprintf("%s: %s, the SQL file spec.job.args names: %s", m.Resource.ID(), f.Path, base)
 			switch {
@@ -271,6 +271,16 @@ func checkJobSQL(members []Member) []Finding {
 		}
 	}
 	return out
+}
+
+// mounted says whether a volume mounted at one of mounts covers p.
+func mounted(mounts []string, p string) bool {
+	for _, m := range mounts {
+		if p == m || strings.HasPrefix(p, strings.TrimSuffix(m, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // inUsrlibOf says whether a job's jarURI is a JAR the image's check read

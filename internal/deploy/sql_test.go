@@ -41,24 +41,30 @@ spec:
   image: registry.example/flink-sf:2.2.1
   flinkVersion: v2_2
   flinkConfiguration: {%s}
+  podTemplate:
+    spec:
+      containers:
+      - name: flink-main-container
+        volumeMounts: [{name: v, mountPath: %s}]
   job:
     jarURI: %s
     args: [%s]
 `
 	const inUsrlib = "local:///" + testkit.FlinkHome + "/usrlib/sql-runner.jar"
 	for _, tc := range []struct {
-		name, conf, jar, args string
-		want                  string // severity of the finding; "" none
+		name, conf, mount, jar, args string
+		want                         string // severity of the finding; "" none
 	}{
-		{"the job's args name the file", "", inUsrlib, file, "error"},
-		{"program-args name it", `"$internal.application.program-args": "` + file + `"`, inUsrlib, "", "error"},
-		{"another file", "", inUsrlib, "/opt/flink/usrlib/other.sql", ""},
-		{"no args", "", inUsrlib, "", ""},
-		{"pipeline.jars may bring the connector", "pipeline.jars: file:///opt/flink/extra/kafka.jar", inUsrlib, file, "warning"},
-		{"the job's JAR, outside usrlib, may bring it", "", "local:///opt/app/sql-runner-fat.jar", file, "warning"},
+		{"the job's args name the file", "", "/tmp", inUsrlib, file, "error"},
+		{"program-args name it", `"$internal.application.program-args": "` + file + `"`, "/tmp", inUsrlib, "", "error"},
+		{"another file", "", "/tmp", inUsrlib, "/opt/flink/usrlib/other.sql", ""},
+		{"no args", "", "/tmp", inUsrlib, "", ""},
+		{"pipeline.jars may bring the connector", "pipeline.jars: file:///opt/flink/extra/kafka.jar", "/tmp", inUsrlib, file, "warning"},
+		{"the job's JAR, outside usrlib, may bring it", "", "/tmp", "local:///opt/app/sql-runner-fat.jar", file, "warning"},
+		{"a volume mounted over the file's directory: not the image's file", "", "/" + testkit.FlinkHome + "/usrlib/sql", inUsrlib, file, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := ParseObject(fmt.Appendf(nil, doc, tc.conf, tc.jar, tc.args))
+			r, err := ParseObject(fmt.Appendf(nil, doc, tc.conf, tc.mount, tc.jar, tc.args))
 			require.NoError(t, err)
 			var members []Member
 			for _, c := range r.Containers {
