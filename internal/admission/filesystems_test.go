@@ -232,3 +232,34 @@ func TestPluginLinkageInItsOwnLoader(t *testing.T) {
 		})
 	}
 }
+
+// A plugin whose factory calls a method the host's Flink API does not
+// have: an error when a configured location needs the plugin (Flink fails
+// when it opens it), a warning when nothing uses it (Flink loads the
+// factory and fails only on use).
+func TestPluginLinkageFlinkAPI(t *testing.T) {
+	t.Parallel()
+	dist := testkit.ClassJAR(testkit.Manifest("Implementation-Title", "flink-dist", "Implementation-Version", "2.2.1"),
+		[]testkit.Class{{Name: "org/apache/flink/core/fs/Api", Methods: []testkit.Member{{Name: "present", Descriptor: "()V"}}}}, nil,
+		testkit.Entry{Name: ".flink-runtime.version.properties", Data: []byte("project.version=2.2.1\nscala.binary.version=2.12\n")})
+	plugin := testkit.ClassJAR("", []testkit.Class{{Name: "com/acme/fs/AcmeFactory", Returns: map[string]string{"getScheme": "acme"},
+		Calls: []testkit.Call{{Owner: "org/apache/flink/core/fs/Api", Name: "gone", Descriptor: "()V"}}}},
+		map[string][]string{"org.apache.flink.core.fs.FileSystemFactory": {"com.acme.fs.AcmeFactory"}})
+	for conf, want := range map[string]string{
+		"execution.checkpointing.dir: acme://b/cp\n": "error",
+		"execution.checkpointing.dir: file:///cp\n":  "warning",
+	} {
+		m := put(withConf("2.2.1", nil), testkit.FlinkHome+"/conf/config.yaml", []byte(conf))
+		put(m, testkit.LibDir+"/flink-dist-2.2.1.jar", dist)
+		put(m, plugins+"/acme/acme-fs-1.0.jar", plugin)
+		s := confSettings("jobmanager", nil, "")
+		s.Deep = true
+		var got []string
+		for _, f := range decide(t, m, s).Findings {
+			if strings.HasPrefix(f.Rule, "linkage-") {
+				got = append(got, string(f.Severity)+" "+f.Rule+" "+f.Symbol.Owner+"."+f.Symbol.Name)
+			}
+		}
+		assert.Equal(t, []string{want + " linkage-method org/apache/flink/core/fs/Api.gone"}, got, conf)
+	}
+}
