@@ -16,8 +16,12 @@
 //     patterns (classloader.parent-first-patterns.*; DefaultParentFirst reads
 //     the default from flink-dist's CoreOptions). This is JVMS 5.3's
 //     delegation between a defining and an initiating loader as Flink's
-//     FlinkUserCodeClassLoaders arrange it. The planner loader's nested
-//     planner is not in lib's JARs, so lib's loader cannot see it.
+//     FlinkUserCodeClassLoaders arrange it. Each plugin's (Classpath.Plugin,
+//     Loader.Isolated), as Flink's ComponentClassLoader: its folder's JARs,
+//     lib only for the plugin parent-first patterns
+//     (plugin.classloader.parent-first-patterns.*), nothing else of lib.
+//     The planner loader's nested planner is not in lib's JARs, so lib's
+//     loader cannot see it.
 //   - Which copy of a class the loaders take where two JARs hold different
 //     ones (Shadowed).
 //   - The class index: each class of a JAR parsed once (package classfile),
