@@ -239,8 +239,8 @@ func checkJobSQL(members []Member) []Finding {
 	seen := map[string]bool{}
 	for _, m := range members {
 		named := JobSQLFiles(m.Resource)
-		if len(named) == 0 || len(m.Facts.SQL) == 0 {
-			continue
+		if len(named) == 0 || len(m.Facts.SQL) == 0 || m.Container.Group != GroupJobManager {
+			continue // the JobManager runs an application's SQL
 		}
 		adds := ""
 		for _, k := range []string{"pipeline.jars", "pipeline.classpaths"} {
@@ -271,6 +271,17 @@ func checkJobSQL(members []Member) []Finding {
 		}
 	}
 	return out
+}
+
+// NeedsImageSQL says whether a container reads one of a job's SQL files
+// from its image: one not below a volume it mounts.
+func NeedsImageSQL(c Container, files map[string]bool) bool {
+	for f := range files {
+		if !mounted(c.Mounts, f) {
+			return true
+		}
+	}
+	return false
 }
 
 // mounted says whether a volume mounted at one of mounts covers p.

@@ -87,4 +87,34 @@ spec:
 			assert.Equal(t, []string{tc.want}, got, "one finding for the resource, however many containers")
 		})
 	}
+	// The JobManager runs the application's SQL: a volume of its own
+	// decides, the TaskManager's does not.
+	for role, want := range map[string]int{"jobManager": 0, "taskManager": 1} {
+		r, err := ParseObject(fmt.Appendf(nil, `apiVersion: flink.apache.org/v1beta1
+kind: FlinkDeployment
+metadata: {name: sql, namespace: flink}
+spec:
+  image: registry.example/flink-sf:2.2.1
+  flinkVersion: v2_2
+  %s:
+    podTemplate:
+      spec:
+        containers:
+        - name: flink-main-container
+          volumeMounts: [{name: v, mountPath: /%s/usrlib/sql}]
+  job: {jarURI: "%s", args: ["%s"]}
+`, role, testkit.FlinkHome, inUsrlib, file))
+		require.NoError(t, err)
+		var members []Member
+		for _, c := range r.Containers {
+			members = append(members, Member{r, c, facts})
+		}
+		n := 0
+		for _, f := range CheckSet([]*Resource{r}, members) {
+			if f.Rule == "table-factory-missing" {
+				n++
+			}
+		}
+		assert.Equal(t, want, n, "the volume in %s", role)
+	}
 }

@@ -247,14 +247,20 @@ func deepJARs(v *view, libDir, pluginsDir string) []string {
 			out = append(out, target)
 		}
 	}
-	release := ""
+	// The host's release as host.Gather takes it: the one flink-dist's,
+	// "" when lib has none or several (then no plugin JAR is the host's).
+	release, dists := "", 0
 	for _, dir := range []string{libDir, path.Join(path.Dir(path.Clean(libDir)), "usrlib")} {
 		for _, n := range v.listJARs(dir) {
 			add(n.target)
-			if j := v.jars[n.target].jar("/"+n.name, "/"+n.target, true); admission.IsDist(path.Base(n.name)) && dir == libDir {
-				release = cmp.Or(j.Properties["project.version"], manifestAttr(j, "Implementation-Version"))
+			if dir == libDir && admission.IsDist(path.Base(n.name)) {
+				j := v.jars[n.target].jar("/"+n.name, "/"+n.target, true)
+				release, dists = cmp.Or(j.Properties["project.version"], manifestAttr(j, "Implementation-Version")), dists+1
 			}
 		}
+	}
+	if dists != 1 {
+		release = ""
 	}
 	if pluginsDir == "" {
 		return out
@@ -263,9 +269,9 @@ func deepJARs(v *view, libDir, pluginsDir string) []string {
 	judged := map[string]bool{}
 	for _, n := range v.listJARs(pluginsDir) {
 		rest := strings.TrimPrefix(n.name, strings.TrimPrefix(path.Clean(pluginsDir), "/")+"/")
-		folder, _, nested := strings.Cut(rest, "/")
-		if !nested {
-			continue // straight in plugins/: never loaded
+		folder, file, ok := strings.Cut(rest, "/")
+		if !ok || strings.Contains(file, "/") {
+			continue // straight in plugins/, or in a plugin's subfolder: never loaded
 		}
 		folders[folder] = append(folders[folder], n.target)
 		judged[folder] = judged[folder] || !admission.HostOwn(v.jars[n.target].jar("/"+n.name, "/"+n.target, false), release)

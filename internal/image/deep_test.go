@@ -357,3 +357,22 @@ func TestVerifyDeepJudgesPlugins(t *testing.T) {
 	assert.Contains(t, got[0], "/opt/flink/plugins/acme/acme-fs-1.0.jar")
 	assert.Contains(t, got[0], "lib has it (/opt/flink/lib/acme-util-1.0.jar)")
 }
+
+// deepJARs reads lib, usrlib and the JARs directly in each plugin folder
+// that has one not the host's own (as host's openPlugins judges them):
+// not the host's own plugin folders, not a plugin's subfolders, not JARs
+// straight in plugins/.
+func TestDeepJARsOfPlugins(t *testing.T) {
+	t.Parallel()
+	own := testkit.ClassJAR(testkit.Manifest("Implementation-Vendor-Id", "org.apache.flink", "Implementation-Version", "2.2.0"), nil, nil)
+	other := testkit.ClassJAR("", nil, nil)
+	dist := testkit.ClassJAR(testkit.Manifest("Implementation-Version", "2.2.0"), nil, nil)
+	e := func(name string, data []byte) imagekit.Entry { return imagekit.Entry{Name: name, Data: data} }
+	v := mergedView(t, imagekit.Layer(e("opt/flink/lib/flink-dist-2.2.0.jar", dist), e("opt/flink/usrlib/job.jar", other),
+		e("opt/flink/plugins/own/flink-own-2.2.0.jar", own), e("opt/flink/plugins/own/sub/other.jar", other),
+		e("opt/flink/plugins/acme/acme.jar", other), e("opt/flink/plugins/acme/flink-own-2.2.0.jar", own), e("opt/flink/plugins/loose.jar", other)))
+	got := deepJARs(v, "/opt/flink/lib", "/opt/flink/plugins")
+	slices.Sort(got)
+	assert.Equal(t, []string{"opt/flink/lib/flink-dist-2.2.0.jar", "opt/flink/plugins/acme/acme.jar", "opt/flink/plugins/acme/flink-own-2.2.0.jar",
+		"opt/flink/usrlib/job.jar"}, got)
+}

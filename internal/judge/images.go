@@ -45,13 +45,7 @@ func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Dur
 	}
 	byImage := map[string]*result{}
 	slots := make(chan struct{}, j.reads())
-	// A job given SQL of its image (spec.job.args naming a .sql file)
-	// needs the image's deep check: its usrlib's SQL against the table
-	// factories (deploy's checkJobSQL reads the findings).
-	verify := j.Cache.Verify
-	if j.Cache.Deep() && len(deploy.JobSQLFiles(res)) > 0 {
-		verify = j.Cache.VerifyDeep
-	}
+
 	var wg sync.WaitGroup
 	started := 0
 	for _, ct := range res.Containers {
@@ -70,7 +64,7 @@ func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Dur
 		}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			r.v, r.err = verify(ctx, ct.Image, ct.Platform, j.Secrets.Credentials(ct.PullSecrets))
+			r.v, r.err = j.Cache.Verify(ctx, ct.Image, ct.Platform, j.Secrets.Credentials(ct.PullSecrets))
 		})
 	}
 	wg.Wait()
@@ -117,6 +111,7 @@ func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Dur
 		}
 		out.images = append(out.images, iv)
 	}
+	out.warnings = append(out.warnings, j.jobSQL(ctx, res, members)...)
 	for _, f := range deploy.CheckSet([]*deploy.Resource{res}, members) {
 		if f.Severity == admission.Error {
 			out.refusals = append(out.refusals, fmt.Sprintf("[%s] %s", f.Rule, f.Text()))
@@ -126,6 +121,45 @@ func (j *Judge) images(ctx context.Context, res *deploy.Resource, limit time.Dur
 		}
 	}
 	return out
+}
+
+// jobSQL gives the admitted JobManager images of a deployment whose job
+// is given SQL of its image (spec.job.args naming a .sql file not below a
+// volume) the findings of the image's deep check on that SQL (deploy's
+// checkJobSQL judges them): the deep check runs for the SQL only, its
+// other findings are not the quick verdict's to change. A deep check that
+// cannot be had (no deep check configured, the deadline, the image past
+// its bounds) leaves the SQL unjudged, with a warning saying so.
+func (j *Judge) jobSQL(ctx context.Context, res *deploy.Resource, members []deploy.Member) []string {
+	files := deploy.JobSQLFiles(res)
+	if len(files) == 0 {
+		return nil
+	}
+	var warnings []string
+	done := map[string]*verdict.Verdict{}
+	for i, m := range members {
+		if m.Container.Group != deploy.GroupJobManager || !deploy.NeedsImageSQL(m.Container, files) {
+			continue
+		}
+		k := imageKey(m.Container)
+		v, ok := done[k]
+		if !ok {
+			var err error
+			if j.Cache.Deep() {
+				v, err = j.Cache.VerifyDeep(ctx, m.Container.Image, m.Container.Platform, j.Secrets.Credentials(m.Container.PullSecrets))
+			} else {
+				err = verdict.ErrNoDeep
+			}
+			if err != nil {
+				warnings = append(warnings, fmt.Sprintf("%s: the SQL spec.job.args names was not judged against %s's table factories: %v", res.ID(), m.Container.Image, err))
+			}
+			done[k] = v
+		}
+		if v != nil {
+			members[i].Facts.SQL = v.Facts.SQL
+		}
+	}
+	return warnings
 }
 
 // notStarted says why an image's verification was not started: the

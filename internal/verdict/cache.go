@@ -106,7 +106,8 @@ var (
 // Stats count what the cache did.
 type Stats struct {
 	Hits, Verified, Resolved atomic.Int64
-	// Deep counts the verifications with a job JAR (a subset of Verified).
+	// Deep counts the deep verifications, with a job JAR or for a job's
+	// SQL (VerifyDeep): a subset of Verified.
 	Deep atomic.Int64
 	// Evicted counts the verdicts pushed out by MaxEntries.
 	Evicted atomic.Int64

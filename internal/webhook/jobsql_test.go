@@ -41,7 +41,7 @@ func TestFlinkDeploymentJobSQL(t *testing.T) {
 	assert.Contains(t, msg, "table-factory-missing")
 	assert.Contains(t, msg, file+", the SQL file spec.job.args names")
 	assert.Contains(t, msg, "'kafka'")
-	assert.Equal(t, int64(1), cache.Stats.Deep.Load(), "one deep check for the JobManager's and the TaskManager's image")
+	assert.Equal(t, int64(1), cache.Stats.Deep.Load(), "one deep check, for the JobManager's image, beside its quick one")
 
 	r = s.postWithin(t, reviewOf(t, "FlinkDeployment", admissionv1.Create, deployment()), "30s").Response
 	require.True(t, r.Allowed, "%v", r.Result)
