@@ -32,14 +32,32 @@ func (p *perLoader[V]) of(l *Loader) map[string]V {
 // jdk says whether a class is the JDK's: its modules are not read, so a
 // reference to them is taken to link, and a hierarchy that reaches one may
 // hold any member.
+//
+// It dispatches on the first letter: every class a walk meets is asked,
+// and most are org/apache/..., which the JDK's prefixes rule out at once.
 func jdk(name string) bool {
-	for _, p := range []string{"java/", "javax/", "jdk/", "sun/", "com/sun/", "org/w3c/", "org/xml/", "org/ietf/", "org/omg/"} {
-		if strings.HasPrefix(name, p) {
-			return true
+	if name == "" {
+		return false
+	}
+	switch name[0] {
+	case 'j':
+		return strings.HasPrefix(name, "java/") || strings.HasPrefix(name, "javax/") || strings.HasPrefix(name, "jdk/")
+	case 's':
+		return strings.HasPrefix(name, "sun/")
+	case 'c':
+		return strings.HasPrefix(name, "com/sun/")
+	case 'o':
+		if !strings.HasPrefix(name, "org/") {
+			return false
 		}
+		rest := name[len("org/"):]
+		return strings.HasPrefix(rest, "w3c/") || strings.HasPrefix(rest, "xml/") || strings.HasPrefix(rest, "ietf/") || strings.HasPrefix(rest, "omg/")
 	}
 	return false
 }
+
+// jdkPrefixes are the packages jdk answers for, as a list (its test).
+var jdkPrefixes = []string{"java/", "javax/", "jdk/", "sun/", "com/sun/", "org/w3c/", "org/xml/", "org/ietf/", "org/omg/"}
 
 // element strips array dimensions: the class an array type resolves.
 func element(name string) (string, bool) {
