@@ -384,7 +384,7 @@ func pluginsRelease(v *view) []Finding {
 		}
 		wanted := fmt.Sprintf("%s-%s.jar", s.Artifact, v.flink)
 		f := Finding{Path: j.Path, Severity: Warning,
-			Message:  fmt.Sprintf("the plugin %s is %s, a module of another Flink release: its code calls the host's Flink API, which it was not built against (a plugin of another major fails when it is used: a file system when a checkpoint or savepoint first opens it)", folder, s),
+			Message:  fmt.Sprintf("the plugin %s is %s, a module of another Flink release: its code calls the host's Flink API, which it was not built against (a plugin of another major may fail when it is used: a file system when a checkpoint or savepoint first opens it; the deep check's linkage findings on it say where)", folder, s),
 			Found:    "Flink " + s.Release + " (" + s.Evidence + ")",
 			Required: "Flink " + v.flink + ", the host's",
 			Fix:      fmt.Sprintf("put the host's %s into %s/%s/ in its place: $FLINK_HOME/opt holds it in the official image (ENABLE_BUILT_IN_PLUGINS=%s)", wanted, fsys.pluginsDir(), folder, wanted)}

@@ -426,10 +426,12 @@ func TestReportersAsFlinkSetsThemUp(t *testing.T) {
 			only       string
 			drop       string // a folder of the distribution's plugins/ left out
 			loose      bool   // and its JAR put straight into plugins/
+			other      bool   // and the other line's JAR of it put in its place
 		}{
 			{name: "Prometheus with its plugin", conf: prom},
 			{name: "Prometheus without its plugin", conf: prom, drop: "metrics-prometheus"},
 			{name: "Prometheus's JAR straight in plugins/", conf: prom, drop: "metrics-prometheus", loose: true},
+			{name: "Prometheus's plugin of the other line", conf: prom, drop: "metrics-prometheus", other: true},
 			{name: "a factory class that is not there", conf: "metrics.reporter.bad.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactoryX\n"},
 			{name: "the reporter class only", conf: "metrics.reporter.old.class: org.apache.flink.metrics.jmx.JMXReporter\n"},
 			{name: "JMX and Prometheus", conf: prom + "metrics.reporter.jmx.factory.class: org.apache.flink.metrics.jmx.JMXReporterFactory\n"},
@@ -447,6 +449,14 @@ func TestReportersAsFlinkSetsThemUp(t *testing.T) {
 					require.NoError(t, err)
 					require.Len(t, jars, 1)
 					require.NoError(t, os.Symlink(jars[0], filepath.Join(plugins, filepath.Base(jars[0]))))
+				}
+				if c.other {
+					other := map[string]string{"2.2.0": "1.18.1", "1.18.1": "2.2.0"}[version]
+					jars, err := filepath.Glob(filepath.Join(flinkHome(t, other), "plugins", c.drop, "*.jar"))
+					require.NoError(t, err)
+					require.Len(t, jars, 1)
+					require.NoError(t, os.MkdirAll(filepath.Join(plugins, c.drop), 0o755))
+					require.NoError(t, os.Symlink(jars[0], filepath.Join(plugins, c.drop, filepath.Base(jars[0]))))
 				}
 				file := "config.yaml"
 				if strings.HasPrefix(version, "1.") {
@@ -471,12 +481,23 @@ func TestReportersAsFlinkSetsThemUp(t *testing.T) {
 					}
 				}
 
+				// Deep: a reporter plugin's own code is judged too.
 				facts, err := host.Gather(context.Background(), os.DirFS("/"), host.Settings{
 					LibDir: lib, PluginsDir: plugins, FlinkHome: home, ConfDir: conf, Role: "jobmanager", Launch: host.LaunchBare,
-					OS: "linux", Arch: "x86_64"}, nil)
+					OS: "linux", Arch: "x86_64", Deep: true}, nil)
 				require.NoError(t, err)
+				defer facts.Deep.Close()
 				warned := map[string]bool{}
 				for _, f := range admission.Decide(facts).Findings {
+					if c.other && strings.HasPrefix(f.Path, plugins+"/"+c.drop+"/") && (f.Rule == "plugins-release" || strings.HasPrefix(f.Rule, "linkage-")) {
+						// The plugin's linkage says whether Flink sets the
+						// reporter up; plugins-release is a notice of the
+						// release alone, a warning whatever Flink does.
+						assert.Equal(t, admission.Warning, f.Severity, "a reporter plugin: Flink runs without it")
+						warned["metrics prom"] = warned["metrics prom"] || f.Rule != "plugins-release"
+						t.Logf("product: %s %s: %s (%s)", f.Severity, f.Rule, f.Message, f.Found)
+						continue
+					}
 					if f.Rule != "reporter-unavailable" {
 						continue
 					}
