@@ -232,7 +232,7 @@ func newView(f *Facts) *view {
 	v.payloads = len(v.ids) > 0
 	if all := append(append([]*payload.JAR(nil), v.planner...), v.scala...); len(all) == 1 && all[0].Err == nil {
 		v.thePlanner = all[0]
-		v.flink = manifestValue(v.thePlanner, "Implementation-Version")
+		v.flink = v.thePlanner.ManifestValue("Implementation-Version")
 		v.release = Lookup(v.flink)
 	}
 	if f.JDK.Err == nil {
@@ -276,14 +276,6 @@ func (v *view) hostText() string {
 		return "Flink " + cmp.Or(v.flink, "(unknown)")
 	}
 	return fmt.Sprintf("Flink %s (line %s)", v.flink, v.release.Line)
-}
-
-func manifestValue(j *payload.JAR, name string) string {
-	if j == nil || j.Manifest == nil {
-		return ""
-	}
-	s, _ := j.Manifest.Get(name)
-	return s
 }
 
 // Decide applies every rule to the facts and returns all findings, errors

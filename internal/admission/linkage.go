@@ -115,11 +115,11 @@ func HostOwn(j *payload.JAR, flink string) bool {
 	if IsDist(name) || isPlannerLoader(name) || isPlannerScala(name) {
 		return true
 	}
-	if manifestValue(j, "Implementation-Vendor-Id") == "org.apache.flink" && flink != "" &&
-		manifestValue(j, "Implementation-Version") == flink {
+	if j.ManifestValue("Implementation-Vendor-Id") == "org.apache.flink" && flink != "" &&
+		j.ManifestValue("Implementation-Version") == flink {
 		return true
 	}
-	return strings.HasPrefix(manifestValue(j, "Bundle-SymbolicName"), "org.apache.logging.log4j")
+	return strings.HasPrefix(j.ManifestValue("Bundle-SymbolicName"), "org.apache.logging.log4j")
 }
 
 func (v *view) deepJAR(j *payload.JAR, a *payload.Archive, l *jvm.Loader, usrlib bool) *deepJAR {
@@ -687,7 +687,7 @@ func fixFor(j *deepJAR, line string) string {
 	if line != "" {
 		target = "Flink " + line
 	}
-	group, version := manifestValue(j.jar, "Implementation-Vendor-Id"), manifestValue(j.jar, "Implementation-Version")
+	group, version := j.jar.ManifestValue("Implementation-Vendor-Id"), j.jar.ManifestValue("Implementation-Version")
 	if artifact, ok := strings.CutSuffix(base, "-"+version+".jar"); ok && group != "" && version != "" {
 		if j.usrlib {
 			return "rebuild the job against " + target + ", with the connectors built for it (" + group + ":" + artifact + " is " + version + " here)"

@@ -230,7 +230,7 @@ func distVersion(j *payload.JAR) string {
 	if s := j.Properties["project.version"]; s != "" {
 		return s
 	}
-	return manifestValue(j, "Implementation-Version")
+	return j.ManifestValue("Implementation-Version")
 }
 
 func (v *view) theDist() *payload.JAR {

@@ -179,7 +179,7 @@ func IdentifyStock(j *payload.JAR) *Stock {
 		return nil
 	}
 	base := path.Base(j.Path)
-	vendor, title, ver := manifestValue(j, attrVendorID), manifestValue(j, attrImplTitle), manifestValue(j, attrImplVersion)
+	vendor, title, ver := j.ManifestValue(attrVendorID), j.ManifestValue(attrImplTitle), j.ManifestValue(attrImplVersion)
 	// Flink's own JARs, by their manifest.
 	if vendor == flinkVendorID && strings.HasPrefix(title, flinkTitlePrefix) {
 		if sv, ok := ParseStockVersion(ver); ok {

@@ -23,7 +23,6 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
-	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
@@ -255,7 +254,7 @@ func deepJARs(v *view, libDir, pluginsDir string) []string {
 			add(n.target)
 			if dir == libDir && admission.IsDist(path.Base(n.name)) {
 				j := v.jars[n.target].jar("/"+n.name, "/"+n.target, true)
-				release, dists = cmp.Or(j.Properties["project.version"], manifestAttr(j, "Implementation-Version")), dists+1
+				release, dists = cmp.Or(j.Properties["project.version"], j.ManifestValue("Implementation-Version")), dists+1
 			}
 		}
 	}
@@ -306,15 +305,6 @@ func (v *view) listJARs(dir string) []listed {
 		out = append(out, listed{n, target})
 	}
 	return out
-}
-
-// manifestAttr is a main manifest attribute of j, "" when absent.
-func manifestAttr(j *payload.JAR, name string) string {
-	if j == nil || j.Manifest == nil {
-		return ""
-	}
-	s, _ := j.Manifest.Get(name)
-	return s
 }
 
 // deepNames returns the image's JARs the deep check opens (deepJARs)

@@ -20,19 +20,11 @@ func EntryPoints(j *payload.JAR, a *payload.Archive) []string {
 		out = append(out, payload.ServiceClasses(data)...)
 	}
 	for _, attr := range []string{"Main-Class", "Program-Class"} {
-		if m := manifestValue(j, attr); m != "" {
+		if m := j.ManifestValue(attr); m != "" {
 			out = append(out, strings.ReplaceAll(strings.TrimSpace(m), ".", "/"))
 		}
 	}
 	return out
-}
-
-func manifestValue(j *payload.JAR, name string) string {
-	if j == nil || j.Manifest == nil {
-		return ""
-	}
-	s, _ := j.Manifest.Get(name)
-	return s
 }
 
 // Scope is a JAR a walk enters: its classes, as Loader resolves them,

@@ -116,6 +116,16 @@ type JAR struct {
 	Streamed     bool
 }
 
+// ManifestValue is a main attribute of the JAR's manifest, "" when it has
+// none (or no manifest, or j is nil).
+func (j *JAR) ManifestValue(name string) string {
+	if j == nil || j.Manifest == nil {
+		return ""
+	}
+	s, _ := j.Manifest.Get(name)
+	return s
+}
+
 // Options say which optional parts of a JAR a read looks at.
 type Options struct {
 	Properties  bool // read .flink-runtime.version.properties (flink-dist)
