@@ -63,3 +63,27 @@ func TestStartReadsEachJAROnce(t *testing.T) {
 		}
 	}
 }
+
+// The early read takes the release from flink-dist's file name; when the
+// JAR's own release differs, the configuration is read again with it: a
+// 1.18.1 flink-dist renamed flink-dist-2.2.1.jar has its flink-conf.yaml
+// read, as Flink 1.18's scripts read it.
+func TestEarlyConfigOfAnotherRelease(t *testing.T) {
+	t.Parallel()
+	m := testkit.Good("1.18.1").MapFS()
+	m[testkit.LibDir+"/flink-dist-2.2.1.jar"] = m[testkit.LibDir+"/flink-dist-1.18.1.jar"]
+	delete(m, testkit.LibDir+"/flink-dist-1.18.1.jar")
+	m[testkit.FlinkHome+"/conf/flink-conf.yaml"] = &fstest.MapFile{Data: []byte("state.checkpoints.dir: s3://b/cp\n"), Mode: 0o644}
+	m[testkit.FlinkHome+"/conf/config.yaml"] = &fstest.MapFile{Data: []byte("execution.checkpointing.dir: file:///cp\n"), Mode: 0o644}
+	f, err := Gather(context.Background(), m, Settings{LibDir: "/" + testkit.LibDir, ConfDir: "/" + testkit.FlinkHome + "/conf",
+		JavaHome: "/" + testkit.JavaHome, Role: "jobmanager", OS: "linux", Arch: "x86_64"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.Config.File; !strings.HasSuffix(got, "/flink-conf.yaml") {
+		t.Fatalf("the config read for 1.18.1: %s", got)
+	}
+	if !f.FileSystems.FactoriesRead {
+		t.Fatalf("the s3 location of flink-conf.yaml needs the providers")
+	}
+}
