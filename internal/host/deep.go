@@ -148,10 +148,9 @@ func defaultParentFirst(jars []*payload.JAR, archives []*payload.Archive, opt jv
 }
 
 // additionalParentFirst is a parent-first option (key: .additional, or a
-// configured .default) as
-// the process runs with it (ReadConfig: the config file, flat key or
-// nested, FLINK_PROPERTIES, argv): a ';'-separated string or a YAML list,
-// and where it was set.
+// configured .default) as the process runs with it (ReadConfig: the config
+// file, flat key or nested, FLINK_PROPERTIES, argv): a ';'-separated
+// string or a YAML list, and where it was set.
 func additionalParentFirst(c admission.Config, key string) (patterns []string, from string) {
 	e, ok := c.Effective(key)
 	if !ok {
