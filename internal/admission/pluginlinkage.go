@@ -5,9 +5,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/streamfusion/image-entrypoint/internal/payload"
-
 	"github.com/streamfusion/image-entrypoint/internal/jvm"
+	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
 
 // keyPluginParentFirstAdditional is the option that lets a plugin's class
@@ -80,11 +79,10 @@ func (v *view) judgePlugin(cp *jvm.Classpath, libJARs []*deepJAR, p DeepPlugin, 
 	r.dropped = v.droppedPackages(judge)
 	var fresh linkage
 	r.judge(judge, &fresh)
-	for _, list := range []*[]Finding{&fresh.class, &fresh.method, &fresh.field, &fresh.version} {
-		for i := range *list {
-			if !used {
-				// A plugin nothing needs fails only when used: at most
-				// a warning.
+	if !used {
+		// A plugin nothing needs fails only when used: at most a warning.
+		for _, list := range []*[]Finding{&fresh.class, &fresh.method, &fresh.field, &fresh.version} {
+			for i := range *list {
 				(*list)[i].Severity = Warning
 			}
 		}
