@@ -233,7 +233,7 @@ const (
 // load is reported, and how severely. Severity follows consequence: an
 // error where the host's own API changed under the JAR; the JAR's own
 // severity where the classpath lacks a class of a package it has, or a
-// plugin's own code uses a class of lib its class loader does not see; a
+// plugin's provider names a class its class loader does not have; a
 // library nothing provides is one the user may be meant to add, a warning,
 // unless a JAR that must load is built on it.
 func judgeMissing(m missingClass) (missingVerdict, Severity) {
