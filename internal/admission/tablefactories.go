@@ -448,6 +448,10 @@ func tableFactoryMissing(v *view) []Finding {
 	return out
 }
 
+// AddedJARKeys are the options that put JARs on a job's class path beyond
+// lib and usrlib: a factory this check does not see may come from them.
+var AddedJARKeys = []string{"pipeline.jars", "pipeline.classpaths"}
+
 // SQLUnnamed ends the message of a table-factory-missing finding that is a
 // warning only because nothing the process is given names the file (a
 // deployment whose job's arguments name it makes it an error:
@@ -461,7 +465,7 @@ func otherFactorySources(v *view, t *tableAnalysis) (computed, jarsConf []string
 	for _, p := range t.computed {
 		computed = append(computed, strings.ReplaceAll(p.class, "/", ".")+" ("+p.jar+")")
 	}
-	for _, k := range []string{"pipeline.jars", "pipeline.classpaths"} {
+	for _, k := range AddedJARKeys {
 		if e, ok := flinkconf.Last(v.Config.Entries, k); ok && strings.TrimSpace(e.Value) != "" {
 			jarsConf = append(jarsConf, fmt.Sprintf("%s (%s)", k, e.Source))
 		}

@@ -243,7 +243,7 @@ func checkJobSQL(members []Member) []Finding {
 			continue // the JobManager runs an application's SQL
 		}
 		adds := ""
-		for _, k := range []string{"pipeline.jars", "pipeline.classpaths"} {
+		for _, k := range admission.AddedJARKeys {
 			if e, ok := flinkconf.Last(m.Resource.Config, k); ok && strings.TrimSpace(e.Value) != "" {
 				adds = k
 			}
