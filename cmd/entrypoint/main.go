@@ -254,8 +254,12 @@ func checkHere(cfg settings.Config, p process, caught <-chan os.Signal) (*admit.
 
 // checkWith is checkHere with how to check: admit.Check, or admit.Bake.
 func checkWith(how func(context.Context, admit.Request) (*admit.Checked, error), cfg settings.Config, p process, caught <-chan os.Signal) (*admit.Checked, error) {
+	r := request(cfg, p)
+	if r.Settings.Deep || r.Settings.Baked {
+		admit.LimitDeepMemory()
+	}
 	ctx, stop := admissionContext(cfg.Timeout, caught)
-	v, err := how(ctx, request(cfg, p))
+	v, err := how(ctx, r)
 	if sig := stop(); sig != nil {
 		return nil, sig
 	}

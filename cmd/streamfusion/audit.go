@@ -6,7 +6,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/moby/sys/atomicwriter"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -172,6 +174,7 @@ func (o *auditOptions) run(c *cobra.Command) error {
 		return err
 	}
 	cfg.UserAgent = "streamfusion-audit"
+	serverMemoryLimit(zerolog.Nop(), memlimit.FromCgroup) // the report says what matters; the limit is the container's
 	cfg.QPS, cfg.Burst = 20, 40
 	client, err := dynamic.NewForConfig(cfg)
 	if err != nil {

@@ -97,6 +97,7 @@ func (o *checkOptions) run(c *cobra.Command, env []string) error {
 // verdict and class index beside it for every start to apply.
 func deepCheck(ctx context.Context, s host.Settings, write bool) (*admit.Checked, error) {
 	s.Deep = true // shadowing and linkage: the CLI always checks them
+	admit.LimitDeepMemory()
 	r := admit.Request{Root: os.DirFS("/"), Settings: s}
 	if write {
 		return admit.Bake(ctx, r)

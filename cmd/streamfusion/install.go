@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/host"
 	"github.com/streamfusion/image-entrypoint/internal/install"
@@ -64,7 +65,8 @@ and repositories of settings.xml.`,
 			}
 			return atLeastOne("PAYLOAD")(c, args)
 		},
-		RunE: func(c *cobra.Command, args []string) error { return o.run(c, env, args) },
+		PreRun: func(*cobra.Command, []string) { admit.LimitDeepMemory() }, // lib checked deep, once
+		RunE:   func(c *cobra.Command, args []string) error { return o.run(c, env, args) },
 	}
 	f := c.Flags()
 	f.StringVar(&o.FlinkHome, "flink-home", "", "the Flink distribution to install into (default $FLINK_HOME)")

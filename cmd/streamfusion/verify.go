@@ -54,7 +54,10 @@ STREAMFUSION_NO_CACHE=1 turns the cache off.
 
 Exit status 0 when every image would start, 78 when one would be refused.`,
 		Args: exactly(1, "one IMAGE"),
-		RunE: func(c *cobra.Command, args []string) error { return o.run(c, args[0]) },
+		// One image (or one deployment's few) read and judged: a one-check
+		// program's memory limit, with or without -f.
+		PreRun: func(*cobra.Command, []string) { admit.LimitDeepMemory() },
+		RunE:   func(c *cobra.Command, args []string) error { return o.run(c, args[0]) },
 	}
 	c.Flags().BoolVar(&o.JSON, "json", false, "print the reports as JSON")
 	c.Flags().StringVar(&o.Platform, "platform", "", "verify only this platform of an index (OS/ARCH)")

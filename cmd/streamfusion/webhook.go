@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -176,6 +177,7 @@ func (o *webhookOptions) run(c *cobra.Command) error {
 		return usagef("%v", err)
 	}
 	log := report.Logger(c.ErrOrStderr(), o.JSONLog, "info")
+	serverMemoryLimit(log, memlimit.FromCgroup)
 	jobs, err := o.fetcher(spooled, "streamfusion-webhook")
 	if err != nil {
 		return err

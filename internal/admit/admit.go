@@ -89,9 +89,6 @@ func Check(ctx context.Context, r Request) (*Checked, error) {
 		v   *Checked
 		err error
 	}
-	if r.Settings.Deep || r.Settings.Baked { // a baked verdict judges new usrlib JARs' classes
-		deepMemoryLimit()
-	}
 	done := make(chan result, 1)
 	go func() {
 		facts, err := host.Gather(ctx, r.Root, r.Settings, r.Progress)
@@ -119,13 +116,20 @@ func Check(ctx context.Context, r Request) (*Checked, error) {
 	}
 }
 
-// DeepMemoryLimit is the soft memory limit of a process that reads class
-// files (host.Settings.Deep), unless GOMEMLIMIT sets one: the parsed
-// classes of a 100 MB job JAR are ~120 MB live, and the garbage collector's
-// default lets the heap grow to twice that (docs/history/performance.md).
+// DeepMemoryLimit is the soft memory limit of a program that runs one
+// check reading class files (host.Settings.Deep, or Baked: a baked
+// verdict judges new usrlib JARs' classes): the parsed classes of a
+// 100 MB job JAR are ~120 MB live, and the garbage collector's default
+// lets the heap grow to twice that (docs/history/performance.md).
 const DeepMemoryLimit = 200 << 20
 
-func deepMemoryLimit() {
+// LimitDeepMemory sets DeepMemoryLimit as the process's soft memory limit
+// unless one is set (GOMEMLIMIT, or an earlier call). The program decides,
+// not Check: the entrypoint and the CLI's one-check commands call it; a
+// server that keeps images' lib and verdicts across checks (the webhook,
+// audit) sets its limit from its container's, as its kept heap alone may
+// pass 200 MiB and the collector would then run without pause.
+func LimitDeepMemory() {
 	if debug.SetMemoryLimit(-1) == math.MaxInt64 {
 		debug.SetMemoryLimit(DeepMemoryLimit)
 	}

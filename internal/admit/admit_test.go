@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math"
 	"os"
+	"runtime/debug"
 	"sync"
 	"syscall"
 	"testing"
@@ -158,4 +160,27 @@ func TestCheckFinishedPastItsDeadlineIsNoVerdict(t *testing.T) {
 	var late *TimeoutError
 	require.ErrorAs(t, err, &late)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// A deep check leaves the process's soft memory limit as it found it:
+// the program sets it (LimitDeepMemory), as a server keeping images'
+// lib across checks (the webhook) must not get a one-check program's.
+// Not parallel: it reads and restores the process's limit.
+func TestCheckLeavesTheMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(math.MaxInt64)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	fsys, deep := root(t, testkit.Good("2.2.1"))
+	baked := deep
+	deep.Deep, baked.Baked = true, true
+	for _, s := range []host.Settings{deep, baked} {
+		v, err := Check(context.Background(), Request{Root: fsys, Settings: s})
+		require.NoError(t, err)
+		require.True(t, v.Decision.Admitted(), "%+v", v.Decision.Findings)
+		assert.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1), "deep %v, baked %v", s.Deep, s.Baked)
+	}
+	LimitDeepMemory()
+	assert.Equal(t, int64(DeepMemoryLimit), debug.SetMemoryLimit(-1), "a one-check program's limit")
+	debug.SetMemoryLimit(1 << 40)
+	LimitDeepMemory()
+	assert.Equal(t, int64(1<<40), debug.SetMemoryLimit(-1), "a limit already set stays")
 }
