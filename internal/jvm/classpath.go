@@ -1,10 +1,8 @@
 package jvm
 
 import (
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
@@ -19,7 +17,7 @@ type Classpath struct {
 	indexed     Indexed         // answers for the classes of a baked class index
 	loads       perLoader[Edge] // class -> the first edge of its hierarchy to a missing class (zero when it loads)
 
-	mu sync.Mutex // guards classes: prefetch parses on several goroutines
+	mu sync.Mutex // guards classes, and a parsed class's Classes and Refs (uses, drop): the runahead parses on several goroutines
 	// resolvedOnly are the JARs whose classes are only resolved against
 	// (the host's own), never judged: parsed without their instructions.
 	// Set before the first Class.
@@ -34,9 +32,14 @@ type Indexed func(a *payload.Archive, name string) (c *classfile.Class, err erro
 
 var classBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
+// parsed is a class of the parse cache. ready is closed once c and err
+// are set, by the one goroutine that parses it (nil when they were set
+// before the entry was kept): a class asked for while it is parsed is
+// waited for, not parsed twice.
 type parsed struct {
-	c   *classfile.Class
-	err error
+	c     *classfile.Class
+	err   error
+	ready chan struct{}
 }
 
 // NewClasspath arranges lib and usrlib as Flink's class loaders do: lib's
@@ -71,16 +74,18 @@ func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, e
 	}
 	if p, ok := m[name]; ok {
 		cp.mu.Unlock()
+		if p.ready != nil {
+			<-p.ready
+		}
 		return p.c, p.err
 	}
+	p := &parsed{ready: make(chan struct{})}
+	m[name] = p
 	cp.mu.Unlock()
-	p := &parsed{}
+	defer close(p.ready)
 	if cp.indexed != nil {
 		if c, err, ok := cp.indexed(a, name); ok {
 			p.c, p.err = c, err
-			cp.mu.Lock()
-			m[name] = p
-			cp.mu.Unlock()
 			return p.c, p.err
 		}
 	}
@@ -94,62 +99,25 @@ func (cp *Classpath) Class(a *payload.Archive, name string) (*classfile.Class, e
 	}
 	classBuffers.Put(bp)
 	p.err = err
-	cp.mu.Lock()
-	if q, ok := m[name]; ok { // parsed meanwhile by another goroutine
-		p = q
-	} else {
-		m[name] = p
-	}
-	cp.mu.Unlock()
 	return p.c, p.err
 }
 
-// want is a class of a JAR to parse ahead of its use.
-type want struct {
-	a    *payload.Archive
-	name string
-}
-
-// prefetch parses classes of a JAR on a few goroutines, so that the
-// inflating and parsing of a large JAR's reachable classes use every CPU.
-func (cp *Classpath) prefetch(a *payload.Archive, names []string) {
-	ws := make([]want, len(names))
-	for i, n := range names {
-		ws[i] = want{a, n}
-	}
-	cp.prefetchAll(ws)
-}
-
-// prefetchAll parses classes of any JARs on a few goroutines; those
-// already parsed are skipped. Class keeps each result, so the order of
-// the parsing does not show in any answer.
-func (cp *Classpath) prefetchAll(ws []want) {
-	workers := min(runtime.GOMAXPROCS(0), 4, len(ws)/8)
-	if workers < 2 {
-		return
-	}
-	// The workers take the next class by an index, not through a channel:
-	// a hand-off per class woke a goroutine per class.
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(ws)); i = next.Add(1) - 1 {
-				cp.Class(ws[i].a, ws[i].name) //nolint:errcheck // the error is kept with the class
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// isParsed reports whether a class of a JAR has been parsed already.
-func (cp *Classpath) isParsed(a *payload.Archive, name string) bool {
+// uses returns what a parsed class's instructions use, the classes and
+// the member references, as they are now: nil once the walk has judged
+// the class and dropped them (drop). The runahead reads them beside the
+// walk.
+func (cp *Classpath) uses(c *classfile.Class) ([]string, []classfile.Ref) {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
-	_, ok := cp.classes[a][name]
-	return ok
+	return c.Classes, c.Refs
+}
+
+// drop forgets what a judged class's instructions use: only its members
+// stay, for the resolution of other classes' references.
+func (cp *Classpath) drop(c *classfile.Class) {
+	cp.mu.Lock()
+	c.Classes, c.Refs = nil, nil
+	cp.mu.Unlock()
 }
 
 // Plugin adds the class loader of one plugin folder, as Flink's

@@ -23,7 +23,7 @@ type Loader struct {
 	Isolated bool
 
 	index     map[string]*payload.Archive // class -> the first of JARs holding it, built on first use
-	indexOnce sync.Once                   // Find is called from the walk's prefetch goroutines too
+	indexOnce sync.Once                   // Find is called from the walk's runahead goroutines too
 }
 
 // Find returns the JAR the loader takes a class from (internal name), nil

@@ -47,13 +47,13 @@ type reachClass struct {
 // through the classes of any scope's JAR (a connector's calls into the
 // kafka-clients beside it), never into other JARs (the host's own) or the
 // JDK. Each class is visited once, with the index of the scope whose JAR
-// holds it; breadth first, a level's classes of one JAR parsed together
-// (prefetch), then visited in order. While a level is visited, the next
-// level's classes, and those they name, are parsed on the prefetch
-// goroutines: the visit (the judging) does not wait for them, nor they
-// for it. After visit returns, the class keeps only its members: what its
-// instructions use (Classes, Refs) is dropped, as the resolution of other
-// classes' references does not need it.
+// holds it; breadth first, in the order the classes are named. The
+// parsing runs ahead of the visit (runahead): while the walk judges a
+// class, the classes the walk will meet, and those their resolution
+// loads, are parsed on other goroutines, with no wait between levels.
+// After visit returns, the class keeps only its members: what its
+// instructions use (Classes, Refs) is dropped, as the resolution of
+// other classes' references does not need it.
 func (cp *Classpath) Reachable(scopes []Scope, visit func(scope int, c *classfile.Class)) {
 	cp.Settle()
 	byArchive := make(map[*payload.Archive]int, len(scopes))
@@ -67,28 +67,21 @@ func (cp *Classpath) Reachable(scopes []Scope, visit func(scope int, c *classfil
 			level = append(level, item{root, s.Loader})
 		}
 	}
+	ahead := cp.runahead(scopes, byArchive, level)
+	defer ahead.stop()
 	mine := w.enter(level)
-	w.parse(mine)
 	for len(mine) > 0 {
 		// The next level is what this level's classes name, whatever the
 		// visit finds of them: known before the visit.
 		next := w.enter(w.named(mine))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			w.parse(next)
-		}()
 		for _, m := range mine {
 			c, err := cp.Class(scopes[m.scope].JAR, m.name)
 			if err != nil {
 				continue
 			}
 			visit(m.scope, c)
-			// What instructions use is judged: only the members stay, for
-			// the resolution of other classes' references.
-			c.Classes, c.Refs = nil, nil
+			cp.drop(c)
 		}
-		<-done
 		mine = next
 	}
 }
@@ -157,86 +150,6 @@ func (w *walk) named(mine []reachClass) []item {
 		named(c, add)
 	}
 	return next
-}
-
-// parse parses a level's classes, per JAR in the order first met, then
-// those they name (prefetchNamed). It only fills the parse cache, so it
-// may run beside the visit of the level before; it reads no state of
-// the walk that the visit writes.
-func (w *walk) parse(mine []reachClass) {
-	perJAR := map[int][]string{}
-	var order []int
-	for _, m := range mine {
-		if len(perJAR[m.scope]) == 0 {
-			order = append(order, m.scope)
-		}
-		perJAR[m.scope] = append(perJAR[m.scope], m.name)
-	}
-	for _, si := range order {
-		w.cp.prefetch(w.scopes[si].JAR, perJAR[si])
-	}
-	w.cp.prefetchNamed(w.scopes, mine)
-}
-
-// prefetchNamed parses, on the prefetch goroutines, the classes a level's
-// classes name (supertypes, nested classes, the owners of their
-// references; in any JAR) and, round by round, those classes' own
-// supertypes: the visit loads every one of them to resolve the level's
-// references and hierarchies, and would otherwise parse them one by one
-// on the walking goroutine. It only fills the parse cache (Class keeps
-// one result per class), so what is found does not change.
-func (cp *Classpath) prefetchNamed(scopes []Scope, mine []reachClass) {
-	var seen perLoader[bool]
-	var ws []want
-	add := func(l *Loader, n string) {
-		e, ok := element(n)
-		if !ok || e == "" || jdk(e) {
-			return
-		}
-		sl := seen.of(l)
-		if sl[e] {
-			return
-		}
-		sl[e] = true
-		a := l.Find(e)
-		if a == nil || cp.isParsed(a, e) {
-			return
-		}
-		ws = append(ws, want{a, e})
-	}
-	for _, m := range mine {
-		c, err := cp.Class(scopes[m.scope].JAR, m.name)
-		if err != nil {
-			continue
-		}
-		l := scopes[m.scope].Loader
-		add(l, c.Super)
-		for _, i := range c.Interfaces {
-			add(l, i)
-		}
-		for _, k := range c.Classes {
-			add(l, k)
-		}
-		for _, ref := range c.Refs {
-			add(l, ref.Owner)
-		}
-	}
-	for len(ws) > 0 {
-		cp.prefetchAll(ws)
-		round := ws
-		ws = nil
-		for _, w := range round {
-			c, err := cp.Class(w.a, w.name)
-			if err != nil {
-				continue
-			}
-			l := cp.loaderOf(w.a)
-			add(l, c.Super)
-			for _, i := range c.Interfaces {
-				add(l, i)
-			}
-		}
-	}
 }
 
 // named calls add with every class c names: its supertypes, the classes of

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
@@ -219,5 +220,57 @@ func TestReachable(t *testing.T) {
 	want := []string{"0 com/acme/Main", "0 com/acme/Used", "1 com/acme/client/C", "0 com/acme/Parent"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+}
+
+// Reachable parses each class once, whether the walk or the runahead
+// asks first (Class waits for a class being parsed), and visits the same
+// classes in the same order, however the parsing interleaves. Not
+// parallel: payload.OnInflate is the process's.
+func TestReachableParsesEachClassOnce(t *testing.T) {
+	const n = 400
+	name := func(i int) string { return "com/acme/C" + strconv.Itoa(i) }
+	classes := []testkit.Class{{Name: "com/acme/Main", News: []string{name(0), name(1), name(2)}}}
+	for i := range n {
+		c := testkit.Class{Name: name(i), Super: "org/apache/flink/Base"}
+		for _, k := range []int{2*i + 1, 2*i + 2, (i * 7) % n} {
+			if k < n {
+				c.News = append(c.News, name(k))
+			}
+		}
+		classes = append(classes, c)
+	}
+	j, job := archive(t, "/opt/flink/usrlib/job.jar", testkit.Manifest("Main-Class", "com.acme.Main"), classes, nil)
+	var want []string
+	for run := range 20 {
+		var mu sync.Mutex
+		inflated := map[string]int{}
+		payload.OnInflate(func(jar, entry string) {
+			mu.Lock()
+			inflated[jar+"!"+entry]++
+			mu.Unlock()
+		})
+		cp := NewClasspath([]*payload.Archive{host(t)}, []*payload.Archive{job}, nil, nil)
+		var got []string
+		cp.Reachable([]Scope{{JAR: job, Loader: cp.Usrlib, Roots: EntryPoints(j, job)}}, func(_ int, c *classfile.Class) {
+			got = append(got, c.Name)
+		})
+		payload.OnInflate(nil)
+		if len(got) != n+1 {
+			t.Fatalf("run %d: visited %d classes, want %d", run, len(got), n+1)
+		}
+		if run == 0 {
+			want = got
+		} else if !slices.Equal(got, want) {
+			t.Fatalf("run %d: the visit's order changed", run)
+		}
+		for k, times := range inflated {
+			if times != 1 {
+				t.Fatalf("run %d: %s inflated %d times", run, k, times)
+			}
+		}
+		if len(inflated) < n+1 { // the job's classes at least (lib's Base when the runahead reached it)
+			t.Fatalf("run %d: %d classes inflated", run, len(inflated))
+		}
 	}
 }
