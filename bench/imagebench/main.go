@@ -53,7 +53,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/klauspost/compress/gzip"
 
-	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -79,7 +79,7 @@ func main() {
 
 // floor reads every layer of ref once: decompress, sha256, tar headers.
 func floor(ref string) error {
-	src, err := image.Open(context.Background(), ref)
+	src, err := source.Open(context.Background(), ref)
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func run(bin, work string, sources []string) error {
 		case "layout":
 			ref = filepath.Join(work, "base-layout")
 		case "registry":
-			src, err := image.Open(context.Background(), filepath.Join(work, "base-layout"))
+			src, err := source.Open(context.Background(), filepath.Join(work, "base-layout"))
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/image/sink"
 	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
@@ -89,7 +90,7 @@ SOURCE_DATE_EPOCH sets every timestamp bake writes (reproducible digests).`,
 	return c
 }
 
-func (o *bakeOptions) sink(c *cobra.Command) (image.Sink, error) {
+func (o *bakeOptions) sink(c *cobra.Command) (sink.Writer, error) {
 	n := 0
 	for _, set := range []bool{o.Output != "", o.Tag != "", o.Layout != "", o.Load} {
 		if set {
@@ -106,24 +107,24 @@ func (o *bakeOptions) sink(c *cobra.Command) (image.Sink, error) {
 			return nil, usagef("--name %q: %v", o.Name, err)
 		}
 		if o.Load {
-			return image.EngineSink{Tag: tag}, nil
+			return sink.Engine{Tag: tag}, nil
 		}
-		return image.TarballSink{Path: o.Output, Tag: tag}, nil
+		return sink.Tarball{Path: o.Output, Tag: tag}, nil
 	case o.Tag != "":
 		ref, err := name.ParseReference(o.Tag)
 		if err != nil {
 			return nil, usagef("--tag %q: %v", o.Tag, err)
 		}
-		return image.RegistrySink{Ref: ref, Options: remoteOptions, Progress: image.ProgressPrinter(c.ErrOrStderr())}, nil
+		return sink.Registry{Ref: ref, Options: remoteOptions, Progress: image.ProgressPrinter(c.ErrOrStderr())}, nil
 	}
-	return image.LayoutSink{Dir: o.Layout}, nil
+	return sink.Layout{Dir: o.Layout}, nil
 }
 
 // run is the bake command. It is long because it checks each flag's
 // combination with the others and builds the sources and sinks they name,
 // in the order they run, each step a call.
 func (o *bakeOptions) run(c *cobra.Command, env []string) error {
-	sink, err := o.sink(c)
+	to, err := o.sink(c)
 	if err != nil {
 		return err
 	}
@@ -200,7 +201,7 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 		if out == "" {
 			continue
 		}
-		if err := image.CheckOutput(out); err != nil {
+		if err := sink.CheckOutput(out); err != nil {
 			return usagef("%v", err)
 		}
 	}
@@ -213,7 +214,7 @@ func (o *bakeOptions) run(c *cobra.Command, env []string) error {
 	if err != nil {
 		return err
 	}
-	where, err := sink.Write(c.Context(), baked, idx)
+	where, err := to.Write(c.Context(), baked, idx)
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -290,7 +291,7 @@ func TestIndexWithAmd64AndArm64(t *testing.T) {
 	}
 	eps, err := loadEntrypointsFrom(binDir)
 	require.NoError(t, err)
-	src, err := image.Open(context.Background(), baseDir)
+	src, err := source.Open(context.Background(), baseDir)
 	require.NoError(t, err)
 	var files []image.File
 	for _, pl := range testkit.StreamFusion("2.2", "0.1.0") {

@@ -11,6 +11,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
+	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
@@ -137,11 +138,11 @@ func readOptions(c *cobra.Command, env []string) image.VerifyOptions {
 // openImage opens an image the user named. A name that looks like a file
 // (a path, or a tarball's suffix) and is not there is "no such file", never
 // a registry lookup.
-func openImage(c *cobra.Command, ref string) (*image.Source, error) {
-	if err := image.CheckLocal(ref); err != nil {
+func openImage(c *cobra.Command, ref string) (*source.Set, error) {
+	if err := source.CheckLocal(ref); err != nil {
 		return nil, err
 	}
-	src, err := image.Open(c.Context(), ref, remoteOptions...)
+	src, err := source.Open(c.Context(), ref, remoteOptions...)
 	if err != nil {
 		return nil, err
 	}

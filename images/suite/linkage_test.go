@@ -30,6 +30,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
@@ -223,7 +224,7 @@ func flinkCluster(t *testing.T, img string, entrypoint []string, env ...string) 
 // whatever its verdict.
 func verify(t *testing.T, tag string) report.Report {
 	t.Helper()
-	cmd := osexec.Command(filepath.Join(bindir, "streamfusion"), "verify", "--json", image.DaemonPrefix+tag)
+	cmd := osexec.Command(filepath.Join(bindir, "streamfusion"), "verify", "--json", source.DaemonPrefix+tag)
 	cmd.Env = append(os.Environ(), "DOCKER_HOST="+engine.DaemonHost())
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

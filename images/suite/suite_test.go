@@ -33,6 +33,7 @@ import (
 	"github.com/testcontainers/testcontainers-go/wait"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
@@ -439,7 +440,7 @@ func TestImagesOfTheEngine(t *testing.T) {
 	want, err := image.Verify(context.Background(), img)
 	require.NoError(t, err)
 
-	src, err := image.Open(context.Background(), image.DaemonPrefix+tag)
+	src, err := source.Open(context.Background(), source.DaemonPrefix+tag)
 	require.NoError(t, err)
 	defer src.Close()
 	got, err := image.Verify(context.Background(), src.Image)
@@ -458,7 +459,7 @@ func TestImagesOfTheEngine(t *testing.T) {
 		assert.Equal(t, wantIDs.RootFS.DiffIDs[i], d, "layer %d", i)
 	}
 
-	out, err := osexec.Command(filepath.Join(bindir, "streamfusion"), "verify", image.DaemonPrefix+tag).CombinedOutput()
+	out, err := osexec.Command(filepath.Join(bindir, "streamfusion"), "verify", source.DaemonPrefix+tag).CombinedOutput()
 	require.NoError(t, err, string(out))
-	assert.Contains(t, string(out), "== "+image.DaemonPrefix+tag)
+	assert.Contains(t, string(out), "== "+source.DaemonPrefix+tag)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
@@ -435,12 +436,12 @@ func elfMachine(bin []byte) (elf.Machine, error) {
 
 // BakeAll bakes every image of the source (those of the platform asked
 // for, when one is), and returns them as an index when the source was one.
-func BakeAll(ctx context.Context, src *Source, want *v1.Platform, entrypoints map[string][]byte, opt BakeOptions) ([]Platformed, v1.ImageIndex, error) {
+func BakeAll(ctx context.Context, src *source.Set, want *v1.Platform, entrypoints map[string][]byte, opt BakeOptions) ([]source.Platformed, v1.ImageIndex, error) {
 	imgs, err := src.Images(want)
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []Platformed
+	var out []source.Platformed
 	for _, p := range imgs {
 		o := opt
 		o.Entrypoint = entrypoints[p.Platform.Architecture]
@@ -451,7 +452,7 @@ func BakeAll(ctx context.Context, src *Source, want *v1.Platform, entrypoints ma
 		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w (use --platform to bake only the platforms the payloads support)", p.Platform.String(), err)
 		}
-		out = append(out, Platformed{p.Platform, img})
+		out = append(out, source.Platformed{Platform: p.Platform, Image: img})
 	}
 	if src.Index == nil {
 		return out, nil, nil

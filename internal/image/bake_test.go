@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -143,7 +144,7 @@ func TestBakeKeepsTheBase(t *testing.T) {
 					require.NoError(t, err)
 					require.NoError(t, p.AppendImage(base))
 				}
-				src, err := Open(context.Background(), ref)
+				src, err := source.Open(context.Background(), ref)
 				require.NoError(t, err)
 				baked, _, err := Bake(context.Background(), src.Image, BakeOptions{Entrypoint: entrypoint,
 					Payloads: testPayloads(testkit.LineOf(flink)), Read: VerifyOptions{TempDir: dir}})

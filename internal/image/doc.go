@@ -61,10 +61,12 @@
 // JARs in a copy of the kept tree. It does not keep the class indexes the
 // deep gathering builds; each check builds them again.
 //
-// Bake keeps the base's blobs as they are (tarball.go reads saved
+// Bake keeps the base's blobs as they are (package source reads saved
 // tarballs without recompressing their layers) and compresses only the new
-// layer. What this package does not do: pull or push by itself beyond
-// go-containerregistry's remote package, or run anything from an image.
+// layer; package sink writes the result. What this package does not do:
+// open an IMAGE argument (source), write an image anywhere (sink), pull or
+// push by itself beyond go-containerregistry's remote package, or run
+// anything from an image.
 //
 // The entrypoint binary never imports this package: it links no registry,
 // HTTP or TLS code.

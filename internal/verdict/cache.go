@@ -22,6 +22,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/deploy"
 	"github.com/streamfusion/image-entrypoint/internal/image"
+	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/report"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
@@ -558,7 +559,7 @@ func pick(idx v1.ImageIndex, want v1.Platform) (v1.Image, error) {
 var ErrNoPlatform = errors.New("no image for the platform")
 
 func (c *Cache) local(ctx context.Context, ref string, want v1.Platform, jar *JobJAR) (*Verdict, error) {
-	src, err := image.Open(ctx, ref)
+	src, err := source.Open(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

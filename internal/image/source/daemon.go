@@ -1,4 +1,4 @@
-package image
+package source
 
 import (
 	"context"
@@ -18,8 +18,8 @@ const DaemonPrefix = "docker-daemon:"
 // fromDaemon streams the image out of the engine once (the API's image
 // export, what `docker save` calls) into a temporary file, and reads it as
 // a saved tarball: layers as the engine stores them, nothing held in
-// memory. The file is removed by Source.Close.
-func fromDaemon(ctx context.Context, ref, tempDir string) (*Source, error) {
+// memory. The file is removed by Set.Close.
+func fromDaemon(ctx context.Context, ref, tempDir string) (*Set, error) {
 	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		return nil, fmt.Errorf("container engine: %w", err)
@@ -45,12 +45,12 @@ func fromDaemon(ctx context.Context, ref, tempDir string) (*Source, error) {
 		remove()
 		return nil, fmt.Errorf("read %s as exported by the container engine: %w", ref, err)
 	}
-	return &Source{Ref: DaemonPrefix + ref, Image: img, cleanup: remove}, nil
+	return &Set{Ref: DaemonPrefix + ref, Image: img, cleanup: remove}, nil
 }
 
 // Close releases what opening the source took: the exported tarball of
 // an engine image. Other sources hold nothing.
-func (s *Source) Close() {
+func (s *Set) Close() {
 	if s != nil && s.cleanup != nil {
 		s.cleanup()
 		s.cleanup = nil

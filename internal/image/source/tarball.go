@@ -1,4 +1,4 @@
-package image
+package source
 
 import (
 	"archive/tar"
@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
+
+// ErrTarball marks a saved tarball whose manifest and config disagree.
+var ErrTarball = errors.New("inconsistent image tarball")
 
 // A `docker save` tarball holds layers as they were stored: podman and
 // docker write them uncompressed. go-containerregistry's tarball image
@@ -35,9 +39,13 @@ func openTarball(file string) (v1.Image, error) {
 	defer f.Close()
 	members := map[string]section{}
 	tr := tar.NewReader(f)
-	for h, err := range tarEntries(tr) {
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("read tar: %w", err)
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
@@ -80,7 +88,7 @@ func openTarball(file string) (v1.Image, error) {
 		return nil, fmt.Errorf("image config: %w", err)
 	}
 	if len(cfg.RootFS.DiffIDs) != len(m[0].Layers) {
-		return nil, fmt.Errorf("%w: the config lists %d layers, manifest.json %d", ErrLayer, len(cfg.RootFS.DiffIDs), len(m[0].Layers))
+		return nil, fmt.Errorf("%w: the config lists %d layers, manifest.json %d", ErrTarball, len(cfg.RootFS.DiffIDs), len(m[0].Layers))
 	}
 	img := &rawTarball{file: file, config: cfgBytes}
 	for i, name := range m[0].Layers {
