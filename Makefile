@@ -316,6 +316,8 @@ FUZZ_TARGETS += internal/admission:FuzzStaticTLS
 FUZZ_TARGETS += internal/audit:FuzzParseImageID internal/audit:FuzzParseImageMapFile
 # The SQL scanner: factory identifiers in WITH clauses (issue 38).
 FUZZ_TARGETS += internal/sqlscan:FuzzScan
+# A saved image tarball, against go-containerregistry's reader (issue 37).
+FUZZ_TARGETS += internal/image/source:FuzzOpenTarball
 .PHONY: test-session-jar bench-session-jar bench-start-parts bench-tools
 test-session-jar: flink-dist
 	scripts/fetch-flink-jars internal/realflink/testdata/coordinates.txt $(FLINK_JARS)

@@ -20,8 +20,14 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// ErrTarball marks a saved tarball whose manifest and config disagree.
-var ErrTarball = errors.New("inconsistent image tarball")
+// ErrTarball marks a saved tarball that is not one image: its manifest
+// and config disagree, or it holds far more files than a saved image.
+var ErrTarball = errors.New("not a saved image")
+
+// maxMembers bounds the files of a saved tarball this tool indexes (each
+// is a map entry): `docker save` and podman write a manifest, a config
+// and one to four files per layer.
+const maxMembers = 10000
 
 // A `docker save` tarball holds layers as they were stored: podman and
 // docker write them uncompressed. go-containerregistry's tarball image
@@ -49,6 +55,9 @@ func openTarball(file string) (v1.Image, error) {
 		}
 		if h.Typeflag != tar.TypeReg {
 			continue
+		}
+		if len(members) == maxMembers {
+			return nil, fmt.Errorf("%w: more than %d files; a saved image has a few per layer", ErrTarball, maxMembers)
 		}
 		off, err := f.Seek(0, io.SeekCurrent)
 		if err != nil {
