@@ -125,7 +125,9 @@ func (vs *Views) acquire(ctx context.Context, o VerifyOptions, img v1.Image, dig
 	}
 	vs.mu.Unlock()
 
-	err := (&run{VerifyOptions: o}).prepare(ctx, img, k)
+	own := o // the image's own reading, for every job JAR: none of o's
+	own.JobJARs, own.Deep = nil, true
+	err := (&run{VerifyOptions: own}).prepare(ctx, img, k)
 
 	vs.mu.Lock()
 	if err != nil {
@@ -214,8 +216,8 @@ func (vs *Views) Len() (int, int64) {
 	return len(vs.entries), vs.bytes
 }
 
-// prepare reads img for the deep check without job JARs into k: what
-// Verify reads before it places them.
+// prepare reads img for the deep check into k (o's options say deep,
+// without job JARs): what Verify reads before it places them.
 func (o *run) prepare(ctx context.Context, img v1.Image, k *kept) error {
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -225,7 +227,6 @@ func (o *run) prepare(ctx context.Context, img v1.Image, k *kept) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	o.JobJARs, o.Deep = nil, true
 	if o.keep, err = newJARCopies(o.TempDir, o.Budget); err != nil {
 		return err
 	}
