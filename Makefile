@@ -194,7 +194,8 @@ k8s-tools:
 	scripts/fetch-flink-jars internal/webhook/testdata/operator-api.txt $(OPERATOR_API) >/dev/null
 	scripts/fetch-prometheus-operator-crds $(PROMETHEUS_OPERATOR_VERSION) >/dev/null
 test-k8s: k8s-tools
-	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer|TestRealAudit|TestRealMonitoring' ./internal/webhook/
+	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAPIServer|TestRealMonitoring' ./internal/webhook/
+	$(K8S_ENV) go test -tags k8sreal -count=1 -v -timeout 20m -run 'TestRealAudit' ./internal/audit/
 # The webhook under load (docs/performance.md, "The webhook under load"):
 # warm reviews over HTTP/2 at 1, 8, 32 and 128 in flight against the
 # webhook and a trivial HTTPS echo server, each in a process of its own;
@@ -206,7 +207,7 @@ bench-k8s: k8s-tools
 	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAPIServer -benchtime 1x -timeout 20m ./internal/webhook/
 # streamfusion audit of 200 FlinkDeployments over 20 images (docs/audit.md).
 bench-audit: k8s-tools
-	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAudit -benchtime 1x -timeout 30m -v ./internal/webhook/
+	$(K8S_ENV) go test -tags k8sreal -count=1 -run '^$$' -bench RealAudit -benchtime 1x -timeout 30m -v ./internal/audit/
 # --- end real Kubernetes API server
 
 # Hand-off time against the JVM-side check, the minimal reader and a bare

@@ -24,7 +24,7 @@ import (
 // audit); "layer cache" shares one layer-facts cache across iterations
 // (warm after the first), "no layer cache" reads every image whole. The
 // whole audit through a real API server is BenchmarkRealAudit
-// (internal/webhook, make bench-audit).
+// (kube_test.go, build tag k8sreal, make bench-audit).
 func BenchmarkAuditJudge(b *testing.B) {
 	imgs := testImages(b)
 	const images, perImage = 20, 10

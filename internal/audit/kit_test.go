@@ -27,8 +27,9 @@ import (
 // The unit tests judge real images (the test kit's Flink 2.2.1 roots,
 // baked with the real entrypoint) served by go-containerregistry's
 // registry on loopback; only the Kubernetes API is left out (a Snapshot
-// built in the test): the k8sreal suite of internal/webhook reads it
-// from a real kube-apiserver.
+// built in the test): TestRealAudit (kube_test.go, build tag k8sreal,
+// make test-k8s) reads it from a real kube-apiserver started by the test
+// kit (internal/testkit/kubekit).
 
 var entrypointBin []byte
 

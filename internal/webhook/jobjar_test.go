@@ -3,11 +3,9 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,44 +21,9 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/judge/judgetest"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/kubekit"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
-
-// jarServer serves job JARs with ETags and counts the bodies it sends.
-type jarServer struct {
-	*httptest.Server
-	jars   map[string][]byte
-	bodies atomic.Int64
-}
-
-func newJARServer(t testing.TB, jars map[string][]byte) *jarServer {
-	s := &jarServer{jars: jars}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow.jar" {
-			select {
-			case <-r.Context().Done():
-			case <-time.After(30 * time.Second):
-			}
-			return
-		}
-		b, ok := s.jars[strings.TrimPrefix(r.URL.Path, "/")]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		etag := fmt.Sprintf(`"%x"`, len(b))
-		w.Header().Set("ETag", etag)
-		if r.Header.Get("If-None-Match") == etag {
-			w.WriteHeader(http.StatusNotModified)
-			return
-		}
-		s.bodies.Add(1)
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		_, _ = w.Write(b)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
 
 func sessionJobWith(cluster, jarURI string, conf map[string]any) map[string]any {
 	sj := sessionJob(cluster)
@@ -76,9 +39,9 @@ func TestSessionJobJARs(t *testing.T) {
 	imgs := shared(t)
 	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good})
 	clusters := judgetest.Clusters{Objects: map[string]any{"flink/good": flinkDeployment(host+"/flink:good", "v2_2", "")}}
-	jars := newJARServer(t, map[string][]byte{
-		"good.jar":   goodJobJAR(),
-		"broken.jar": mismatchedJobJAR(),
+	jars := kubekit.NewJARServer(t, map[string][]byte{
+		"good.jar":   testkit.GoodJobJAR(),
+		"broken.jar": testkit.MismatchedJobJAR(),
 		"big.jar":    bytes.Repeat([]byte("PK"), 1<<20),
 	})
 	deep, deepRuns := countingDeep()
@@ -110,10 +73,10 @@ func TestSessionJobJARs(t *testing.T) {
 	t.Run("a JAR that passes the deep check is admitted, a second review neither fetches nor judges it", func(t *testing.T) {
 		r := review(s, jars.URL+"/good.jar", nil)
 		require.True(t, r.Allowed, text(r))
-		bodies, runs := jars.bodies.Load(), deepRuns.Load()
+		bodies, runs := jars.Bodies(), deepRuns.Load()
 		r = review(s, jars.URL+"/good.jar", nil)
 		require.True(t, r.Allowed, text(r))
-		assert.Equal(t, bodies, jars.bodies.Load(), "a 304, not the body")
+		assert.Equal(t, bodies, jars.Bodies(), "a 304, not the body")
 		assert.Equal(t, runs, deepRuns.Load(), "the verdict by image and JAR digest")
 		assert.Equal(t, int64(1), cfg.Jobs.Stats.NotModified.Load())
 	})
@@ -123,7 +86,7 @@ func TestSessionJobJARs(t *testing.T) {
 		msg := r.Result.Message
 		assert.Contains(t, msg, "FlinkSessionJob flink/j: spec.job.jarURI "+jars.URL+"/broken.jar?... (sha256 ")
 		assert.Contains(t, msg, "on FlinkDeployment flink/basic, which StreamFusion refuses for this job:\n")
-		assert.Contains(t, msg, "/opt/flink/usrlib/broken.jar: "+mismatchedFinding)
+		assert.Contains(t, msg, "/opt/flink/usrlib/broken.jar: "+testkit.MismatchedJobJARFinding)
 		assert.Contains(t, msg, "fix: rebuild the job against Flink 2.2")
 		assert.NotContains(t, msg, "secret")
 	})
@@ -176,7 +139,7 @@ func TestSessionJobJARs(t *testing.T) {
 				http.Error(w, "no", http.StatusUnauthorized)
 				return
 			}
-			_, _ = w.Write(goodJobJAR())
+			_, _ = w.Write(testkit.GoodJobJAR())
 		}))
 		defer authed.Close()
 		r := review(s, authed.URL+"/job.jar", map[string]any{jobjar.HeaderOption: "Authorization: Bearer t0ken"})
@@ -210,25 +173,3 @@ func countingDeep() (func(context.Context, image.VerifyOptions, v1.Image, verdic
 		return verdict.ImageDeep(ctx, read, img, jar)
 	}, &runs
 }
-
-// The job JARs of the deep-check cases, written as javac lays classes out
-// (testkit.ClassJAR): one whose Main-Class uses only its own classes and
-// the JDK, and a Flink 1.x style job whose source implements
-// SourceFunction, which Flink 2 removed.
-func goodJobJAR() []byte {
-	return testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.Job"), []testkit.Class{
-		{Name: "com/acme/Job", News: []string{"com/acme/Step"}, Calls: []testkit.Call{{Owner: "com/acme/Step", Name: "<init>", Descriptor: "()V"}}},
-		{Name: "com/acme/Step", Methods: []testkit.Member{{Name: "<init>", Descriptor: "()V"}}},
-	}, nil)
-}
-
-func mismatchedJobJAR() []byte {
-	return testkit.ClassJAR(testkit.Manifest("Main-Class", "com.acme.LegacyJob"), []testkit.Class{
-		{Name: "com/acme/LegacyJob", News: []string{"com/acme/LegacySource"}, Calls: []testkit.Call{{Owner: "com/acme/LegacySource", Name: "<init>", Descriptor: "()V"}}},
-		{Name: "com/acme/LegacySource", Interfaces: []string{"org/apache/flink/streaming/api/functions/source/SourceFunction"}, Methods: []testkit.Member{{Name: "<init>", Descriptor: "()V"}}},
-	}, nil)
-}
-
-// mismatchedFinding is the start of the deep check's sentence on
-// mismatchedJobJAR, after its path.
-const mismatchedFinding = "LegacySource does not load: its supertype org.apache.flink.streaming.api.functions.source.SourceFunction has no class file on the classpath (reached from LegacyJob)"

@@ -13,13 +13,13 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/streamfusion/image-entrypoint/internal/judge"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/kubekit"
 )
 
 // BenchmarkRealAPIServer measures what the webhook adds to `kubectl apply`
@@ -34,7 +34,7 @@ import (
 // benchmark's own (make bench-k8s).
 func BenchmarkRealAPIServer(b *testing.B) {
 	k := startKube(b)
-	k.installOperatorCRDs(b)
+	k.InstallOperatorCRDs(b)
 	imgs := shared(b)
 	host := registryWith(b, nil, map[string]v1Image{"good": imgs.good})
 	var objs []string
@@ -43,10 +43,10 @@ func BenchmarkRealAPIServer(b *testing.B) {
 		require.NoError(b, err)
 		objs = append(objs, string(data))
 	}
-	k.must(b, strings.Join(objs, "\n---\n"), "apply", "--server-side", "-f", "-")
-	k.namespace(b, "flink")
+	k.Must(b, strings.Join(objs, "\n---\n"), "apply", "--server-side", "-f", "-")
+	k.Namespace(b, "flink")
 	dir := b.TempDir()
-	bin := buildStreamfusion(b, dir)
+	bin := kubekit.BuildStreamfusion(b, dir)
 	p := newPKI(b, dir, "bench")
 	p.write(b, time.Now().Add(-time.Minute))
 	h := k.startHook(b, bin, p, []string{"STREAMFUSION_NO_CACHE=1", "XDG_CACHE_HOME=" + filepath.Join(dir, "cache")}, "--timeout=8s")
@@ -58,13 +58,13 @@ func BenchmarkRealAPIServer(b *testing.B) {
 	byDigest := host + "/flink@" + digest.String()
 	ctx := context.Background()
 	create := func(ns, img string) (time.Duration, error) {
-		obj := fdObject(b, fdYAML(ns, "bench", img, "v2_2", ""))
+		obj := kubekit.Object(b, kubekit.FDYAML(ns, "bench", img, "v2_2", ""))
 		begin := time.Now()
-		_, err := k.dyn.Resource(judge.FlinkDeployments).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := k.Dyn.Resource(judge.FlinkDeployments).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return time.Since(begin), err
 	}
 	// The webhook in effect, and the verdict warm.
-	eventually(b, "the webhook reviews namespace flink", func() error {
+	kubekit.Eventually(b, "the webhook reviews namespace flink", func() error {
 		if _, err := create("flink", host+"/flink:missing"); err == nil {
 			return errAdmitted
 		}
@@ -92,7 +92,9 @@ func BenchmarkRealAPIServer(b *testing.B) {
 	const cold = 10
 	var exempt, reviewed []time.Duration
 	for i := range cold {
-		img, err := mutate.Config(imgs.good, withEnv(imgs, i))
+		// an environment variable, not a label: a label alone is the same
+		// content, answered from the verdict of the image it was added to
+		img, err := imagekit.WithEnv(imgs.good, fmt.Sprint("BENCH_COLD=", i, time.Now().UnixNano()))
 		require.NoError(b, err)
 		ref, err := name.ParseReference(fmt.Sprintf("%s/flink:cold-%d", host, i))
 		require.NoError(b, err)
@@ -108,18 +110,6 @@ func BenchmarkRealAPIServer(b *testing.B) {
 	for range b.N {
 		_ = b.N // the measurements above are the benchmark's; -benchtime 1x
 	}
-}
-
-func withEnv(imgs images, i int) v1.Config {
-	cf, err := imgs.good.ConfigFile()
-	if err != nil {
-		panic(err)
-	}
-	c := cf.Config
-	// an environment variable, not a label: a label alone is the same
-	// content, answered from the verdict of the image it was added to
-	c.Env = append(slices.Clone(c.Env), fmt.Sprint("BENCH_COLD=", i, time.Now().UnixNano()))
-	return c
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {

@@ -21,26 +21,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/judge"
 	"github.com/streamfusion/image-entrypoint/internal/report"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/kubekit"
 )
-
-func fdYAML(ns, name, img, version string, extra string) string {
-	return fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
-kind: FlinkDeployment
-metadata: {name: %s, namespace: %s}
-spec:
-  image: %s
-  flinkVersion: %s
-  serviceAccount: flink
-  jobManager: {resource: {memory: 2048m, cpu: 1}}
-  taskManager: {resource: {memory: 2048m, cpu: 1}}
-%s`, name, ns, img, version, extra)
-}
 
 func tmPodTemplate(img string) string {
 	return fmt.Sprintf(`  taskManager:
@@ -63,24 +51,14 @@ spec:
 }
 
 func sessionJobYAML(ns, name, cluster string) string {
-	return sessionJobJARYAML(ns, name, cluster, "local:///opt/flink/usrlib/job.jar")
-}
-
-func sessionJobJARYAML(ns, name, cluster, jarURI string) string {
-	return fmt.Sprintf(`apiVersion: flink.apache.org/v1beta1
-kind: FlinkSessionJob
-metadata: {name: %s, namespace: %s}
-spec:
-  deploymentName: %s
-  job: {jarURI: %q, parallelism: 1, upgradeMode: stateless}
-`, name, ns, cluster, jarURI)
+	return kubekit.SessionJobJARYAML(ns, name, cluster, "local:///opt/flink/usrlib/job.jar")
 }
 
 // TestRealAPIServer: deploy/ and the chart against a real kube-apiserver,
 // and the webhook called by it at kubectl apply.
 func TestRealAPIServer(t *testing.T) {
 	k := startKube(t)
-	k.installOperatorCRDs(t)
+	k.InstallOperatorCRDs(t)
 	imgs := shared(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -110,14 +88,14 @@ func TestRealAPIServer(t *testing.T) {
 	// no endpoints without a kubelet, and it would fail every Flink object).
 	t.Run("deploy/webhook", func(t *testing.T) {
 		objs, configs := manifestsWithout(t, readDir(t, "../../deploy/webhook"), "Issuer", "Certificate")
-		k.must(t, objs, "apply", "--server-side", "-f", "-")
-		k.must(t, configs, "apply", "--server-side", "--dry-run=server", "-f", "-")
-		out := k.must(t, "", "get", "poddisruptionbudget", "streamfusion-webhook", "-n", "streamfusion", "-o", "jsonpath={.spec.minAvailable}")
+		k.Must(t, objs, "apply", "--server-side", "-f", "-")
+		k.Must(t, configs, "apply", "--server-side", "--dry-run=server", "-f", "-")
+		out := k.Must(t, "", "get", "poddisruptionbudget", "streamfusion-webhook", "-n", "streamfusion", "-o", "jsonpath={.spec.minAvailable}")
 		assert.Equal(t, "1", out)
 	})
 	t.Run("the chart", func(t *testing.T) {
-		helm := tool(t, "STREAMFUSION_HELM", "helm")
-		k.namespace(t, "sf-chart")
+		helm := kubekit.Tool(t, "STREAMFUSION_HELM", "helm")
+		k.Namespace(t, "sf-chart")
 		cmd := osexec.Command(helm, "template", "sf", "../../deploy/helm/streamfusion-webhook", "--namespace", "sf-chart",
 			"--set", "priorityClassName=system-cluster-critical", "--set", "webhook.pullSecrets={regcred}",
 			"--set", "audit.enabled=true", "--set", "audit.imageMap={registry.example/flink=registry.example/flink:2.2.1}")
@@ -126,7 +104,7 @@ func TestRealAPIServer(t *testing.T) {
 		rendered, err := cmd.Output()
 		require.NoError(t, err, stderr.String())
 		objs, configs := manifestsWithout(t, string(rendered), "Issuer", "Certificate")
-		out := k.must(t, objs+"---\n"+configs, "apply", "--server-side", "--dry-run=server", "-f", "-")
+		out := k.Must(t, objs+"---\n"+configs, "apply", "--server-side", "--dry-run=server", "-f", "-")
 		for _, want := range []string{"poddisruptionbudget.policy/sf", "clusterrole.rbac.authorization.k8s.io/sf", "deployment.apps/sf",
 			"validatingwebhookconfiguration.admissionregistration.k8s.io/sf",
 			"cronjob.batch/sf-audit", "clusterrole.rbac.authorization.k8s.io/sf-audit", "serviceaccount/sf-audit"} {
@@ -149,14 +127,14 @@ func TestRealAPIServer(t *testing.T) {
 			{[]string{"list", "pods", "--all-namespaces"}, "no"},
 			{[]string{"get", "configmaps", "-n", "flink"}, "no"},
 		} {
-			out, _ := k.run("", append(append([]string{"auth", "can-i"}, tc.args...), as)...) // exit 1 means "no"
+			out, _ := k.Run("", append(append([]string{"auth", "can-i"}, tc.args...), as)...) // exit 1 means "no"
 			assert.Equal(t, tc.want, strings.TrimSpace(out), "can-i %s", strings.Join(tc.args, " "))
 		}
 		// Beyond what every account may do (an account with no binding of
 		// its own, in a namespace of its own), it may read FlinkDeployments.
-		k.namespace(t, "nobody")
+		k.Namespace(t, "nobody")
 		rules := func(as string) map[string]bool {
-			out := k.must(t, "", "auth", "can-i", "--list", "-n", "nobody", as)
+			out := k.Must(t, "", "auth", "can-i", "--list", "-n", "nobody", as)
 			set := map[string]bool{}
 			for _, line := range strings.Split(out, "\n")[1:] {
 				if f := strings.Join(strings.Fields(line), " "); f != "" {
@@ -176,27 +154,27 @@ func TestRealAPIServer(t *testing.T) {
 	})
 
 	for _, ns := range []string{"flink", "examples"} {
-		k.namespace(t, ns)
+		k.Namespace(t, ns)
 	}
 	// A refused cluster from before the webhook was installed.
-	k.must(t, fdYAML("flink", "refused", plain, "v2_2", ""), "apply", "-f", "-")
+	k.Must(t, kubekit.FDYAML("flink", "refused", plain, "v2_2", ""), "apply", "-f", "-")
 
 	dir := t.TempDir()
-	bin := buildStreamfusion(t, dir)
+	bin := kubekit.BuildStreamfusion(t, dir)
 	first, second := newPKI(t, dir, "first"), newPKI(t, dir, "second")
 	second.certFile, second.keyFile = first.certFile, first.keyFile
 	first.write(t, time.Now().Add(-time.Minute))
 	// Session jobs' JARs on a loopback server (the webhook refuses
 	// loopback addresses unless --job-jar-any-host).
-	jars := newJARServer(t, kubeJobJARs())
+	jars := kubekit.NewJARServer(t, kubekit.JobJARs())
 	down := httptest.NewServer(http.NotFoundHandler())
 	down.Close()
 	h := k.startHook(t, bin, first, []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache")}, "--timeout=8s", "--failure-policy=Fail",
 		"--job-jar-any-host", "--job-jar-max-size=1Mi")
 	caBundle := append(append([]byte{}, first.caPEM...), second.caPEM...)
 	k.register(t, h.addr, caBundle, Fail, 10)
-	eventually(t, "the webhook denies a refused image", func() error {
-		out, err := k.apply(fdYAML("flink", "probe", plain, "v2_2", ""), "--dry-run=server")
+	kubekit.Eventually(t, "the webhook denies a refused image", func() error {
+		out, err := k.Apply(kubekit.FDYAML("flink", "probe", plain, "v2_2", ""), "--dry-run=server")
 		if err == nil || !strings.Contains(out, "StreamFusion refused") {
 			return fmt.Errorf("%v: %s", err, out)
 		}
@@ -211,23 +189,23 @@ func TestRealAPIServer(t *testing.T) {
 		allowed  bool
 		contains []string
 	}{
-		{name: "consistent FlinkDeployment (flinkVersion v2_2, added to the CRD's enum)", obj: fdYAML("flink", "good", good, "v2_2", ""), allowed: true},
-		{name: "refused image", obj: fdYAML("flink", "bad", plain, "v2_2", ""), dryRun: true,
+		{name: "consistent FlinkDeployment (flinkVersion v2_2, added to the CRD's enum)", obj: kubekit.FDYAML("flink", "good", good, "v2_2", ""), allowed: true},
+		{name: "refused image", obj: kubekit.FDYAML("flink", "bad", plain, "v2_2", ""), dryRun: true,
 			contains: []string{`admission webhook "flink-resources.streamfusion-webhook.streamfusion.svc" denied the request: FlinkDeployment flink/bad: flink-main-container (kubernetes-jobmanager) image ` + plain + ": " + firstLine(jm)}},
-		{name: "a TaskManager podTemplate on another JDK", obj: fdYAML("flink", "mixed", good, "v2_2", tmPodTemplate(jdk11)), dryRun: true,
+		{name: "a TaskManager podTemplate on another JDK", obj: kubekit.FDYAML("flink", "mixed", good, "v2_2", tmPodTemplate(jdk11)), dryRun: true,
 			contains: []string{"cluster flink/mixed mixes JDK majors: 11 in taskmanager " + jdk11 + "; 17 in jobmanager " + good}},
-		{name: "a refused image in spec.podTemplate", dryRun: true, obj: fdYAML("flink", "podtpl", good, "v2_2", fmt.Sprintf(`  podTemplate:
+		{name: "a refused image in spec.podTemplate", dryRun: true, obj: kubekit.FDYAML("flink", "podtpl", good, "v2_2", fmt.Sprintf(`  podTemplate:
     spec:
       containers:
         - {name: flink-main-container, image: %s}
 `, plain)), contains: []string{"image " + plain + ": " + firstLine(jm)}},
-		{name: "flinkVersion of another line", obj: fdYAML("flink", "v118", good, "v1_18", ""), dryRun: true, contains: []string{"spec.flinkVersion is v1_18"}},
+		{name: "flinkVersion of another line", obj: kubekit.FDYAML("flink", "v118", good, "v1_18", ""), dryRun: true, contains: []string{"spec.flinkVersion is v1_18"}},
 		// issue 38: the deployment's own configuration against what its image's Flink resolves at run time
 		{name: "an s3 checkpoint directory the image has no file system for", dryRun: true,
-			obj:      fdYAML("flink", "cp-s3", good, "v2_2", "  flinkConfiguration:\n    execution.checkpointing.dir: s3://bucket/cp\n"),
+			obj:      kubekit.FDYAML("flink", "cp-s3", good, "v2_2", "  flinkConfiguration:\n    execution.checkpointing.dir: s3://bucket/cp\n"),
 			contains: []string{"[fs-scheme-unserved]", "s3://bucket/cp", "org.apache.flink:flink-s3-fs-hadoop:"}},
 		{name: "a reporter whose factory no plugin provides: admitted, with a warning", dryRun: true, allowed: true,
-			obj:      fdYAML("flink", "prom", good, "v2_2", "  flinkConfiguration:\n    metrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n"),
+			obj:      kubekit.FDYAML("flink", "prom", good, "v2_2", "  flinkConfiguration:\n    metrics.reporter.prom.factory.class: org.apache.flink.metrics.prometheus.PrometheusReporterFactory\n"),
 			contains: []string{"Warning:", "reporter-unavailable", "PrometheusReporterFactory"}},
 		{name: "a good TaskManager Pod", obj: podYAML("flink", "tm-good", good, "component: taskmanager"), dryRun: true, allowed: true},
 		{name: "a refused TaskManager Pod", obj: podYAML("flink", "tm-bad", plain, "component: taskmanager"), dryRun: true,
@@ -250,22 +228,22 @@ spec:
 `, plain)},
 		{name: "the Deployment's Pod", obj: podYAML("flink", "tm-abc12", plain, "component: taskmanager"), dryRun: true, contains: []string{firstLine(tm)}},
 		{name: "session job on a good cluster", obj: sessionJobYAML("flink", "sj-good", "good"), allowed: true},
-		{name: "session job whose JAR links against its cluster's lib", obj: sessionJobJARYAML("flink", "sj-jar-good", "good", jars.URL+"/good-job.jar"), allowed: true},
-		{name: "session job whose JAR does not link against its cluster's lib", obj: sessionJobJARYAML("flink", "sj-jar-bad", "good", jars.URL+"/mismatched-job.jar"),
+		{name: "session job whose JAR links against its cluster's lib", obj: kubekit.SessionJobJARYAML("flink", "sj-jar-good", "good", jars.URL+"/good-job.jar"), allowed: true},
+		{name: "session job whose JAR does not link against its cluster's lib", obj: kubekit.SessionJobJARYAML("flink", "sj-jar-bad", "good", jars.URL+"/mismatched-job.jar"),
 			contains: []string{`admission webhook "flink-resources.streamfusion-webhook.streamfusion.svc" denied the request: FlinkSessionJob flink/sj-jar-bad: spec.job.jarURI ` + jars.URL + "/mismatched-job.jar (sha256 ",
-				"on FlinkDeployment flink/good, which StreamFusion refuses for this job:", "/opt/flink/usrlib/mismatched-job.jar: " + mismatchedFinding}},
-		{name: "session job whose JAR is over --job-jar-max-size", obj: sessionJobJARYAML("flink", "sj-jar-big", "good", jars.URL+"/big-job.jar"),
+				"on FlinkDeployment flink/good, which StreamFusion refuses for this job:", "/opt/flink/usrlib/mismatched-job.jar: " + testkit.MismatchedJobJARFinding}},
+		{name: "session job whose JAR is over --job-jar-max-size", obj: kubekit.SessionJobJARYAML("flink", "sj-jar-big", "good", jars.URL+"/big-job.jar"),
 			contains: []string{"StreamFusion could not verify this object (failure policy Fail): FlinkSessionJob flink/sj-jar-big: spec.job.jarURI " + jars.URL + "/big-job.jar on FlinkDeployment flink/good: the JAR is not fetched",
 				"larger than the limit: the server says 2 MiB, the limit is 1 MiB (--job-jar-max-size, 1 MiB)"}},
-		{name: "session job whose JAR server is down", obj: sessionJobJARYAML("flink", "sj-jar-down", "good", down.URL+"/job.jar"),
+		{name: "session job whose JAR server is down", obj: kubekit.SessionJobJARYAML("flink", "sj-jar-down", "good", down.URL+"/job.jar"),
 			contains: []string{"StreamFusion could not verify this object (failure policy Fail): FlinkSessionJob flink/sj-jar-down: spec.job.jarURI " + down.URL + "/job.jar on FlinkDeployment flink/good: the JAR is not fetched", "connection refused"}},
-		{name: "session job whose JAR is not there", obj: sessionJobJARYAML("flink", "sj-jar-404", "good", jars.URL+"/nope.jar"),
+		{name: "session job whose JAR is not there", obj: kubekit.SessionJobJARYAML("flink", "sj-jar-404", "good", jars.URL+"/nope.jar"),
 			contains: []string{"FlinkSessionJob flink/sj-jar-404: spec.job.jarURI " + jars.URL + "/nope.jar: found 404 Not Found from its server, required a JAR the operator can fetch"}},
 		{name: "session job on a refused cluster", obj: sessionJobYAML("flink", "sj-refused", "refused"),
 			contains: []string{"FlinkSessionJob flink/sj-refused runs on FlinkDeployment flink/refused, which StreamFusion refuses: flink-main-container (kubernetes-jobmanager) image " + plain}},
 		{name: "session job on a missing cluster", obj: sessionJobYAML("flink", "sj-missing", "nope"),
 			contains: []string{`FlinkSessionJob flink/sj-missing: spec.deploymentName: found "nope", required an existing FlinkDeployment: FlinkDeployment flink/nope does not exist`}},
-		{name: "UPDATE of an admitted FlinkDeployment to a refused image", obj: fdYAML("flink", "good", plain, "v2_2", ""),
+		{name: "UPDATE of an admitted FlinkDeployment to a refused image", obj: kubekit.FDYAML("flink", "good", plain, "v2_2", ""),
 			contains: []string{"error when applying patch", "FlinkDeployment flink/good: flink-main-container (kubernetes-jobmanager) image " + plain}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -273,7 +251,7 @@ spec:
 			if tc.dryRun {
 				extra = append(extra, "--dry-run=server")
 			}
-			out, err := k.apply(tc.obj, extra...)
+			out, err := k.Apply(tc.obj, extra...)
 			if tc.allowed {
 				require.NoError(t, err, out)
 				for _, want := range tc.contains {
@@ -287,7 +265,7 @@ spec:
 			}
 		})
 	}
-	out := k.must(t, "", "get", "flinkdeployment", "good", "-n", "flink", "-o", "jsonpath={.spec.image}")
+	out := k.Must(t, "", "get", "flinkdeployment", "good", "-n", "flink", "-o", "jsonpath={.spec.image}")
 	assert.Equal(t, good, out, "the denied UPDATE left the object as it was")
 
 	t.Run("the operator's example shapes through verify -f and the webhook", func(t *testing.T) {
@@ -307,7 +285,7 @@ spec:
 		vout, err := verify.CombinedOutput()
 		require.NoError(t, err, "verify -f: %s", vout)
 		for _, f := range files {
-			out, err := k.run("", "apply", "-n", "examples", "-f", filepath.Join(exdir, filepath.Base(f)))
+			out, err := k.Run("", "apply", "-n", "examples", "-f", filepath.Join(exdir, filepath.Base(f)))
 			require.NoError(t, err, "%s: %s", f, out)
 		}
 		// The same shapes on the refused image are denied (an UPDATE of
@@ -316,7 +294,7 @@ spec:
 			b, err := os.ReadFile(f)
 			require.NoError(t, err)
 			obj := strings.ReplaceAll(strings.ReplaceAll(string(b), "IMAGE", plain), "JARS", jars.URL)
-			out, err := k.apply(obj, "-n", "examples", "--dry-run=server")
+			out, err := k.Apply(obj, "-n", "examples", "--dry-run=server")
 			require.Error(t, err, "%s on the plain image admitted: %s", f, out)
 			assert.Contains(t, out, "StreamFusion refused", f)
 		}
@@ -325,9 +303,9 @@ spec:
 	t.Run("the API server's timeoutSeconds is shorter than --timeout", func(t *testing.T) {
 		k.register(t, h.addr, caBundle, Fail, 3)
 		var out string
-		eventually(t, "the webhook answers within the API server's 3 s", func() error {
+		kubekit.Eventually(t, "the webhook answers within the API server's 3 s", func() error {
 			begin := time.Now()
-			o, err := k.apply(fdYAML("flink", "hang", host+"/flink:hang", "v2_2", ""), "--dry-run=server")
+			o, err := k.Apply(kubekit.FDYAML("flink", "hang", host+"/flink:hang", "v2_2", ""), "--dry-run=server")
 			out = o
 			if err == nil {
 				return errAdmitted
@@ -346,7 +324,7 @@ spec:
 		var lastErr atomic.Value
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
-		fd := fdObject(t, fdYAML("flink", "rotate", good, "v2_2", ""))
+		fd := kubekit.Object(t, kubekit.FDYAML("flink", "rotate", good, "v2_2", ""))
 		wg.Go(func() {
 			for {
 				select {
@@ -354,7 +332,7 @@ spec:
 					return
 				default:
 				}
-				_, err := k.dyn.Resource(judge.FlinkDeployments).Namespace("flink").Create(context.Background(), fd.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+				_, err := k.Dyn.Resource(judge.FlinkDeployments).Namespace("flink").Create(context.Background(), fd.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 				if err != nil {
 					failed.Add(1)
 					lastErr.Store(err.Error())
@@ -388,11 +366,11 @@ spec:
 	})
 
 	t.Run("the webhook down", func(t *testing.T) {
-		h.p.stop()
-		obj := fdYAML("flink", "down", good, "v2_2", "")
+		h.p.Stop()
+		obj := kubekit.FDYAML("flink", "down", good, "v2_2", "")
 		k.register(t, h.addr, caBundle, Fail, 10)
-		eventually(t, "failurePolicy Fail rejects", func() error {
-			out, err := k.apply(obj, "--dry-run=server")
+		kubekit.Eventually(t, "failurePolicy Fail rejects", func() error {
+			out, err := k.Apply(obj, "--dry-run=server")
 			if err == nil {
 				return errAdmitted
 			}
@@ -402,15 +380,15 @@ spec:
 			return nil
 		})
 		k.register(t, h.addr, caBundle, Ignore, 10)
-		eventually(t, "failurePolicy Ignore admits", func() error {
-			out, err := k.apply(obj, "--dry-run=server")
+		kubekit.Eventually(t, "failurePolicy Ignore admits", func() error {
+			out, err := k.Apply(obj, "--dry-run=server")
 			if err != nil {
 				return fmt.Errorf("%s", out)
 			}
 			return nil
 		})
 		// Ignore lets a refused image through while the webhook is down.
-		out, err := k.apply(fdYAML("flink", "down-bad", plain, "v2_2", ""), "--dry-run=server")
+		out, err := k.Apply(kubekit.FDYAML("flink", "down-bad", plain, "v2_2", ""), "--dry-run=server")
 		require.NoError(t, err, out)
 	})
 }
@@ -418,13 +396,6 @@ spec:
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-func fdObject(t testing.TB, y string) *unstructured.Unstructured {
-	t.Helper()
-	var m map[string]any
-	require.NoError(t, k8syaml.Unmarshal([]byte(y), &m))
-	return &unstructured.Unstructured{Object: m}
 }
 
 func readDir(t testing.TB, dir string) string {
@@ -445,7 +416,7 @@ func readDir(t testing.TB, dir string) string {
 func manifestsWithout(t *testing.T, data string, kinds ...string) (objs, configs string) {
 	t.Helper()
 	var o, c []string
-	for _, doc := range splitDocs(t, []byte(data)) {
+	for _, doc := range kubekit.SplitDocs(t, []byte(data)) {
 		var h struct{ Kind string }
 		require.NoError(t, k8syaml.Unmarshal(doc, &h))
 		switch {
@@ -465,14 +436,4 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
-}
-
-// kubeJobJARs are the JARs the real API server's cases fetch.
-func kubeJobJARs() map[string][]byte {
-	return map[string][]byte{
-		"good-job.jar":       goodJobJAR(),
-		"mismatched-job.jar": mismatchedJobJAR(),
-		"big-job.jar":        bytes.Repeat([]byte("PK"), 1<<20),
-		"flink-examples-streaming/TopSpeedWindowing.jar": goodJobJAR(),
-	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/streamfusion/image-entrypoint/internal/testkit/kubekit"
 )
 
 // monitoringCRDs is the directory of prometheus-operator's CRDs
@@ -46,9 +48,9 @@ func (k *kube) installMonitoringCRDs(t testing.TB, dir string) {
 		require.NoError(t, err)
 		crds = append(crds, string(b))
 	}
-	k.must(t, strings.Join(crds, "\n---\n"), "apply", "--server-side", "-f", "-")
-	eventually(t, "prometheus-operator's CRDs established", func() error {
-		out, err := k.run("", "wait", "--for", "condition=established", "--timeout=10s",
+	k.Must(t, strings.Join(crds, "\n---\n"), "apply", "--server-side", "-f", "-")
+	kubekit.Eventually(t, "prometheus-operator's CRDs established", func() error {
+		out, err := k.Run("", "wait", "--for", "condition=established", "--timeout=10s",
 			"crd/servicemonitors.monitoring.coreos.com", "crd/prometheusrules.monitoring.coreos.com")
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, out)
@@ -110,11 +112,11 @@ func renamed(t testing.TB, o object, name string) object {
 // PromQL or templates (TestPrometheusRuleChecks covers those).
 func TestRealMonitoring(t *testing.T) {
 	crds := monitoringCRDs(t)
-	helm := tool(t, "STREAMFUSION_HELM", "helm")
+	helm := kubekit.Tool(t, "STREAMFUSION_HELM", "helm")
 	k := startKube(t)
 	k.installMonitoringCRDs(t, crds)
 	const ns = "sf-monitoring"
-	k.namespace(t, ns)
+	k.Namespace(t, ns)
 
 	docs := chartDocs(t, helm, ns, monitoringValues...)
 	require.Len(t, docs["ServiceMonitor"], 1)
@@ -129,7 +131,7 @@ func TestRealMonitoring(t *testing.T) {
 	monitor, rule := objectOf(t, docs["ServiceMonitor"][0]), objectOf(t, docs["PrometheusRule"][0])
 
 	t.Run("the chart's objects are accepted as rendered", func(t *testing.T) {
-		out := k.must(t, jsonOf(t, metricsService)+"\n"+jsonOf(t, monitor)+"\n"+jsonOf(t, rule), "apply", "--server-side", "-f", "-")
+		out := k.Must(t, jsonOf(t, metricsService)+"\n"+jsonOf(t, monitor)+"\n"+jsonOf(t, rule), "apply", "--server-side", "-f", "-")
 		for _, want := range []string{"service/sf-metrics", "servicemonitor.monitoring.coreos.com/sf", "prometheusrule.monitoring.coreos.com/sf"} {
 			assert.Contains(t, out, want+" serverside-applied")
 		}
@@ -138,10 +140,10 @@ func TestRealMonitoring(t *testing.T) {
 			kind     string
 			rendered object
 		}{{"servicemonitor", monitor}, {"prometheusrule", rule}} {
-			stored := objectOf(t, []byte(k.must(t, "", "get", tc.kind, "sf", "-n", ns, "-o", "json")))
+			stored := objectOf(t, []byte(k.Must(t, "", "get", tc.kind, "sf", "-n", ns, "-o", "json")))
 			assert.Equal(t, tc.rendered["spec"], stored["spec"], "%s as stored", tc.kind)
 		}
-		stored := k.must(t, "", "get", "prometheusrule", "sf", "-n", ns, "-o", "json")
+		stored := k.Must(t, "", "get", "prometheusrule", "sf", "-n", ns, "-o", "json")
 		assert.Equal(t, 8, checkRules(t, ruleFileOf(t, []byte(stored))), "the stored rules pass checkRules")
 	})
 
@@ -197,7 +199,7 @@ func TestRealMonitoring(t *testing.T) {
 			// As helm install sends it (a create) and as kubectl apply
 			// --server-side does.
 			for _, args := range [][]string{{"create", "-f", "-"}, {"apply", "--server-side", "-f", "-"}} {
-				out, err := k.run(jsonOf(t, o), args...)
+				out, err := k.Run(jsonOf(t, o), args...)
 				require.Error(t, err, "kubectl %s accepted:\n%s", args[0], out)
 				want := tc.want
 				if args[0] == "apply" && tc.applyWant != "" {
@@ -207,7 +209,7 @@ func TestRealMonitoring(t *testing.T) {
 				t.Logf("kubectl %s rejected: %s", args[0], strings.TrimSpace(out))
 			}
 			kind := strings.ToLower(tc.base["kind"].(string))
-			out, err := k.run("", "get", kind, name, "-n", ns)
+			out, err := k.Run("", "get", kind, name, "-n", ns)
 			require.Error(t, err, "stored:\n%s", out)
 			assert.Contains(t, out, "NotFound")
 		})
@@ -216,9 +218,9 @@ func TestRealMonitoring(t *testing.T) {
 	t.Run("an expression that does not parse: accepted by the server, rejected by checkRules", func(t *testing.T) {
 		o := renamed(t, rule, "sf-unparsable")
 		at(t, o, "spec", "groups", 0, "rules", 0).(map[string]any)["expr"] = "sum(up"
-		out := k.must(t, jsonOf(t, o), "apply", "--server-side", "-f", "-")
+		out := k.Must(t, jsonOf(t, o), "apply", "--server-side", "-f", "-")
 		assert.Contains(t, out, "prometheusrule.monitoring.coreos.com/sf-unparsable serverside-applied")
-		stored := k.must(t, "", "get", "prometheusrule", "sf-unparsable", "-n", ns, "-o", "json")
+		stored := k.Must(t, "", "get", "prometheusrule", "sf-unparsable", "-n", ns, "-o", "json")
 		_, errs := ruleFileErrors(ruleFileOf(t, []byte(stored)))
 		require.NotEmpty(t, errs, "checkRules accepted sum(up")
 		assert.Contains(t, errs[0].Error(), "could not parse expression")

@@ -22,6 +22,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"github.com/streamfusion/image-entrypoint/internal/release"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/kubekit"
 )
 
 // TestRealShippedImage runs the webhook as it ships: the image `make
@@ -44,8 +45,8 @@ func TestRealShippedImage(t *testing.T) {
 		}
 		t.Skip("STREAMFUSION_RELEASE is not set: make test-release builds the release and sets it")
 	}
-	podman := tool(t, "STREAMFUSION_PODMAN", "podman")
-	helm := tool(t, "STREAMFUSION_HELM", "helm")
+	podman := kubekit.Tool(t, "STREAMFUSION_PODMAN", "podman")
+	helm := kubekit.Tool(t, "STREAMFUSION_HELM", "helm")
 	m, err := release.ReadManifest(rel)
 	require.NoError(t, err)
 	bad, err := release.Check(context.Background(), rel)
@@ -53,7 +54,7 @@ func TestRealShippedImage(t *testing.T) {
 	require.Empty(t, bad, "the release's artifacts disagree")
 
 	k := startKube(t)
-	k.installOperatorCRDs(t)
+	k.InstallOperatorCRDs(t)
 	imgs := shared(t)
 	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good, "plain": imgs.plain})
 	good, plain := host+"/flink:good", host+"/flink:plain"
@@ -61,15 +62,15 @@ func TestRealShippedImage(t *testing.T) {
 	// The packaged chart, rendered by the real helm, applied to the real
 	// API server (its webhook configuration in a dry run: its Service has
 	// no endpoints without a kubelet).
-	port, metricsPort := freePort(t), freePort(t)
+	port, metricsPort := kubekit.FreePort(t), kubekit.FreePort(t)
 	cmd := osexec.Command(helm, "template", "streamfusion-webhook", filepath.Join(rel, filepath.FromSlash(m.Chart)), "--namespace", "streamfusion",
 		"--set", fmt.Sprintf("webhook.port=%d", port), "--set", fmt.Sprintf("metrics.port=%d", metricsPort), "--set", "webhook.pullSecrets={regcred}")
 	rendered, err := cmd.Output()
 	require.NoError(t, err, "helm template")
 	objs, configs := manifestsWithout(t, string(rendered), "Issuer", "Certificate")
-	k.namespace(t, "streamfusion")
-	k.must(t, objs, "apply", "--server-side", "-f", "-")
-	k.must(t, configs, "apply", "--server-side", "--dry-run=server", "-f", "-")
+	k.Namespace(t, "streamfusion")
+	k.Must(t, objs, "apply", "--server-side", "-f", "-")
+	k.Must(t, configs, "apply", "--server-side", "--dry-run=server", "-f", "-")
 	dep := chartDeployment(t, string(rendered))
 	pod := dep.Spec.Template.Spec
 	require.Len(t, pod.Containers, 1)
@@ -110,8 +111,8 @@ func TestRealShippedImage(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.Chmod(dir, 0o755))
 	p := newPKI(t, dir, "shipped")
-	token := strings.TrimSpace(k.must(t, "", "create", "token", dep.Spec.Template.Spec.ServiceAccountName, "-n", "streamfusion", "--duration=2h"))
-	apiCA, err := os.ReadFile(filepath.Join(k.dir, "certs", "apiserver.crt"))
+	token := strings.TrimSpace(k.Must(t, "", "create", "token", dep.Spec.Template.Spec.ServiceAccountName, "-n", "streamfusion", "--duration=2h"))
+	apiCA, err := os.ReadFile(filepath.Join(k.Dir, "certs", "apiserver.crt"))
 	require.NoError(t, err)
 	volumes := map[string]map[string][]byte{
 		"tls":            {"tls.crt": p.certPEM, "tls.key": p.keyPEM},
@@ -119,9 +120,9 @@ func TestRealShippedImage(t *testing.T) {
 		"serviceaccount": {"token": []byte(token), "ca.crt": apiCA, "namespace": []byte("streamfusion")},
 	}
 	mounts := map[string]string{"serviceaccount": "/var/run/secrets/kubernetes.io/serviceaccount"}
-	args := []string{"run", "-d", "--name", "sf-shipped-" + randHex(t)[:8], "--network", "host", "--restart", "always",
+	args := []string{"run", "-d", "--name", "sf-shipped-" + kubekit.RandHex(t)[:8], "--network", "host", "--restart", "always",
 		"--user", fmt.Sprintf("%d", *pod.SecurityContext.RunAsUser), "--entrypoint", c.Command[0],
-		"-e", "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", "KUBERNETES_SERVICE_PORT=" + k.url[strings.LastIndex(k.url, ":")+1:]}
+		"-e", "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", "KUBERNETES_SERVICE_PORT=" + k.URL[strings.LastIndex(k.URL, ":")+1:]}
 	sc := c.SecurityContext
 	if sc != nil && sc.ReadOnlyRootFilesystem != nil && *sc.ReadOnlyRootFilesystem {
 		args = append(args, "--read-only")
@@ -166,16 +167,16 @@ func TestRealShippedImage(t *testing.T) {
 	assert.Regexp(t, fmt.Sprintf(`(?m)^Uid:\s+%d\s`, *pod.SecurityContext.RunAsUser), string(status), "the webhook's process runs as the chart's user")
 
 	k.register(t, addr, p.caPEM, Fail, 10)
-	k.namespace(t, "flink")
+	k.Namespace(t, "flink")
 	denied := func() error {
-		out, err := k.apply(fdYAML("flink", "probe", plain, "v2_2", ""), "--dry-run=server")
+		out, err := k.Apply(kubekit.FDYAML("flink", "probe", plain, "v2_2", ""), "--dry-run=server")
 		if err == nil || !strings.Contains(out, "StreamFusion refused") {
 			return fmt.Errorf("%v: %s", err, out)
 		}
 		return nil
 	}
-	eventually(t, "the shipped image denies a refused FlinkDeployment", denied)
-	outS, err := k.apply(fdYAML("flink", "good", good, "v2_2", ""))
+	kubekit.Eventually(t, "the shipped image denies a refused FlinkDeployment", denied)
+	outS, err := k.Apply(kubekit.FDYAML("flink", "good", good, "v2_2", ""))
 	require.NoError(t, err, "a consistent FlinkDeployment is admitted: %s\n%s", outS, logs())
 
 	mfs := scrape(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort))
@@ -205,7 +206,7 @@ func TestRealShippedImage(t *testing.T) {
 // chartDeployment is the Deployment of rendered.
 func chartDeployment(t *testing.T, rendered string) appsv1.Deployment {
 	t.Helper()
-	for _, doc := range splitDocs(t, []byte(rendered)) {
+	for _, doc := range kubekit.SplitDocs(t, []byte(rendered)) {
 		var d appsv1.Deployment
 		require.NoError(t, k8syaml.Unmarshal(doc, &d))
 		if d.Kind == "Deployment" {

@@ -2,8 +2,6 @@ package webhook
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -34,6 +32,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/image"
 	"github.com/streamfusion/image-entrypoint/internal/jobjar"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/kubekit"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
 
@@ -55,30 +54,10 @@ type manifests struct {
 	rules          map[string]any
 }
 
-func splitDocs(t testing.TB, data []byte) [][]byte {
-	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var out [][]byte
-	for {
-		var n yaml.Node
-		err := dec.Decode(&n)
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		require.NoError(t, err)
-		if len(n.Content) == 0 {
-			continue
-		}
-		b, err := yaml.Marshal(&n)
-		require.NoError(t, err)
-		out = append(out, b)
-	}
-}
-
 func readManifests(t *testing.T, data []byte) manifests {
 	t.Helper()
 	var m manifests
-	for _, doc := range splitDocs(t, data) {
+	for _, doc := range kubekit.SplitDocs(t, data) {
 		var h struct{ Kind string }
 		require.NoError(t, k8syaml.Unmarshal(doc, &h))
 		switch h.Kind {
@@ -447,8 +426,8 @@ func TestHelmChart(t *testing.T) {
 // default; on, a read-only ServiceAccount of its own runs
 // `streamfusion audit --json` once per schedule, the what-if and the
 // records claim as the values say. The k8sreal suite applies it to a
-// real API server (server-side dry run) and runs the audit with its
-// ClusterRole.
+// real API server (server-side dry run), and internal/audit's
+// TestRealAudit runs the audit with its ClusterRole.
 func TestHelmChartAudit(t *testing.T) {
 	helm, err := osexec.LookPath("helm")
 	if err != nil {
@@ -465,7 +444,7 @@ func TestHelmChartAudit(t *testing.T) {
 		out, err := cmd.Output()
 		require.NoError(t, err, stderr.String())
 		audit = map[string][]byte{}
-		for _, doc := range splitDocs(t, out) {
+		for _, doc := range kubekit.SplitDocs(t, out) {
 			var h struct {
 				Kind     string
 				Metadata metav1.ObjectMeta

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	yaml "go.yaml.in/yaml/v3"
 	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/streamfusion/image-entrypoint/internal/testkit/kubekit"
 )
 
 // The chart's PrometheusRule is checked by Prometheus' own rule-file code
@@ -138,7 +140,7 @@ func chartDocs(t testing.TB, helm, ns string, args ...string) map[string][][]byt
 	out, err := cmd.Output()
 	require.NoError(t, err, stderr.String())
 	docs := map[string][][]byte{}
-	for _, doc := range splitDocs(t, out) {
+	for _, doc := range kubekit.SplitDocs(t, out) {
 		var h struct{ Kind string }
 		require.NoError(t, k8syaml.Unmarshal(doc, &h))
 		docs[h.Kind] = append(docs[h.Kind], doc)

@@ -28,6 +28,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/judge/judgetest"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/kubekit"
 	"github.com/streamfusion/image-entrypoint/internal/verdict"
 )
 
@@ -89,14 +90,14 @@ func realJobJARs(t testing.TB) map[string][]byte {
 }
 
 type realSetup struct {
-	jars    *jarServer
+	jars    *kubekit.JARServer
 	cluster map[string]any
 	host    string
 }
 
 func newRealSetup(t testing.TB) realSetup {
 	host := registryWith(t, nil, map[string]v1Image{"real": realFlinkImage(t)})
-	return realSetup{jars: newJARServer(t, realJobJARs(t)), host: host,
+	return realSetup{jars: kubekit.NewJARServer(t, realJobJARs(t)), host: host,
 		cluster: flinkDeployment(host+"/flink:real", "v2_2", "")}
 }
 
@@ -222,7 +223,7 @@ func BenchmarkSessionJobReview(b *testing.B) {
 	// A large new JAR on the kept lib, timed, with the budget line and its
 	// floor; admit: the review must admit it.
 	bigJAR := func(b *testing.B, name string, data []byte, file string, admit bool) {
-		big := newJARServer(b, map[string][]byte{name: data})
+		big := kubekit.NewJARServer(b, map[string][]byte{name: data})
 		body := reviewOf(b, "FlinkSessionJob", admissionv1.Create, sessionJobWith("real", big.URL+"/"+name, nil))
 		views := image.NewViews(0, 0)
 		defer views.Close()

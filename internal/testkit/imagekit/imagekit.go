@@ -174,3 +174,16 @@ func Configure(img v1.Image, arch, user string, env []string, more ...func(*v1.C
 	}
 	return mutate.ConfigFile(img, cf)
 }
+
+// WithEnv is img with env added to its config's environment: the same
+// layers, another image (a label alone may be answered as the same
+// content).
+func WithEnv(img v1.Image, env ...string) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.Config.Env = append(cf.Config.Env, env...)
+	return mutate.ConfigFile(img, cf)
+}

@@ -1,6 +1,6 @@
 //go:build k8sreal
 
-package webhook
+package audit
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,14 +25,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8syaml "sigs.k8s.io/yaml"
 
-	"github.com/streamfusion/image-entrypoint/internal/audit"
 	"github.com/streamfusion/image-entrypoint/internal/judge"
+	"github.com/streamfusion/image-entrypoint/internal/testkit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/kubekit"
 )
 
 // auditReport is `streamfusion audit --json` as the audit writes it.
-type auditReport struct{ audit.Report }
+type auditReport struct{ Report }
 
-func (r auditReport) row(t testing.TB, ns, kind, name string) audit.Row {
+func (r auditReport) row(t testing.TB, ns, kind, name string) Row {
 	t.Helper()
 	for _, row := range r.Resources {
 		if row.Namespace == ns && row.Kind == kind && row.Name == name {
@@ -40,20 +42,20 @@ func (r auditReport) row(t testing.TB, ns, kind, name string) audit.Row {
 		}
 	}
 	require.Failf(t, "no row", "%s %s/%s in %+v", kind, ns, name, r.Resources)
-	return audit.Row{}
+	return Row{}
 }
 
 // runningPod is a Pod with the status a kubelet would have written: the
 // digest each container started from (no kubelet runs here, so the
 // suite writes it through the status subresource, as a kubelet does).
-func (k *kube) runningPod(t testing.TB, ns, name, labels, owner, container, args, img, imageID string) {
+func runningPod(t testing.TB, k *kubekit.Kube, ns, name, labels, owner, container, args, img, imageID string) {
 	t.Helper()
 	meta := fmt.Sprintf("{name: %s, namespace: %s, labels: {%s}}", name, ns, labels)
 	if owner != "" {
 		meta = fmt.Sprintf("{name: %s, namespace: %s, labels: {%s}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: %s, uid: 6a1e8a0c-0000-4000-8000-000000000001, controller: true}]}",
 			name, ns, labels, owner)
 	}
-	k.must(t, fmt.Sprintf(`apiVersion: v1
+	k.Must(t, fmt.Sprintf(`apiVersion: v1
 kind: Pod
 metadata: %s
 spec:
@@ -62,10 +64,10 @@ spec:
 `, meta, container, img, args), "apply", "-f", "-")
 	status := fmt.Sprintf(`{"status":{"phase":"Running","containerStatuses":[{"name":%q,"image":%q,"imageID":%q,"ready":true,"restartCount":0,"started":true,"state":{"running":{"startedAt":"2026-12-01T00:00:00Z"}}}]}}`,
 		container, img, imageID)
-	k.must(t, "", "patch", "pod", name, "-n", ns, "--subresource=status", "--type=merge", "-p", status)
+	k.Must(t, "", "patch", "pod", name, "-n", ns, "--subresource=status", "--type=merge", "-p", status)
 }
 
-// audit runs `streamfusion audit` with the kubeconfig given; it returns
+// runAudit runs `streamfusion audit` with the kubeconfig given; it returns
 // the exit status, standard output and standard error.
 func runAudit(t testing.TB, bin, dir, kubeconfig string, args ...string) (int, string, string) {
 	t.Helper()
@@ -93,16 +95,16 @@ func decodeAudit(t testing.TB, out string) auditReport {
 // auditRBAC applies the chart's audit ServiceAccount, ClusterRole and
 // binding (release sf in namespace streamfusion) and returns a kubeconfig
 // with that account's token.
-func (k *kube) auditRBAC(t testing.TB) string {
+func auditRBAC(t testing.TB, k *kubekit.Kube) string {
 	t.Helper()
-	helm := tool(t, "STREAMFUSION_HELM", "helm")
+	helm := kubekit.Tool(t, "STREAMFUSION_HELM", "helm")
 	cmd := osexec.Command(helm, "template", "sf", "../../deploy/helm/streamfusion-webhook", "--namespace", "streamfusion", "--set", "audit.enabled=true")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	rendered, err := cmd.Output()
 	require.NoError(t, err, stderr.String())
 	var docs []string
-	for _, doc := range splitDocs(t, rendered) {
+	for _, doc := range kubekit.SplitDocs(t, rendered) {
 		var h struct {
 			Kind     string
 			Metadata metav1.ObjectMeta
@@ -113,9 +115,9 @@ func (k *kube) auditRBAC(t testing.TB) string {
 		}
 	}
 	require.Len(t, docs, 3, "ServiceAccount, ClusterRole, ClusterRoleBinding")
-	k.must(t, strings.Join(docs, "---\n"), "apply", "-f", "-")
-	token := strings.TrimSpace(k.must(t, "", "create", "token", "sf-audit", "-n", "streamfusion", "--duration=2h"))
-	return k.writeKubeconfig(t, "sf-audit", token)
+	k.Must(t, strings.Join(docs, "---\n"), "apply", "-f", "-")
+	token := strings.TrimSpace(k.Must(t, "", "create", "token", "sf-audit", "-n", "streamfusion", "--duration=2h"))
+	return k.WriteKubeconfig(t, "sf-audit", token)
 }
 
 // TestRealAudit: `streamfusion audit` reads a real API server with the
@@ -125,44 +127,42 @@ func (k *kube) auditRBAC(t testing.TB) string {
 // refuses; and its what-if flips an admitted deployment to refused and
 // fixes a refused one.
 func TestRealAudit(t *testing.T) {
-	k := startKube(t)
-	k.installOperatorCRDs(t)
-	imgs := shared(t)
-	host := registryWith(t, nil, map[string]v1Image{"good": imgs.good, "plain": imgs.plain, "moving": imgs.good})
+	k := kubekit.Start(t)
+	k.InstallOperatorCRDs(t)
+	imgs := testImages(t)
+	host := serve(t, map[string]v1.Image{"good": imgs.good, "plain": imgs.plain, "moving": imgs.good})
 	good, plain, moving := host+"/flink:good", host+"/flink:plain", host+"/flink:moving"
 	goodDigest, err := imgs.good.Digest()
 	require.NoError(t, err)
 	goodID := "docker-pullable://" + host + "/flink@" + goodDigest.String()
-	jars := newJARServer(t, kubeJobJARs())
+	jars := kubekit.NewJARServer(t, kubekit.JobJARs())
 	for _, ns := range []string{"flink", "streamfusion", "team"} {
-		k.namespace(t, ns)
+		k.Namespace(t, ns)
 	}
 
 	// No webhook is registered: everything below is created as it was
 	// before one existed, refused images included.
-	k.must(t, fdYAML("flink", "good", good, "v2_2", ""), "apply", "-f", "-")
-	k.must(t, fdYAML("flink", "bad", plain, "v2_2", ""), "apply", "-f", "-")
-	k.must(t, fdYAML("streamfusion", "exempt", plain, "v2_2", ""), "apply", "-f", "-") // the webhook's own namespace, never sent to it
-	k.must(t, fdYAML("flink", "moved", moving, "v2_2", ""), "apply", "-f", "-")
-	k.must(t, sessionJobJARYAML("flink", "sj-good", "good", jars.URL+"/good-job.jar"), "apply", "-f", "-")
-	k.must(t, sessionJobJARYAML("flink", "sj-jar-bad", "good", jars.URL+"/mismatched-job.jar"), "apply", "-f", "-")
+	k.Must(t, kubekit.FDYAML("flink", "good", good, "v2_2", ""), "apply", "-f", "-")
+	k.Must(t, kubekit.FDYAML("flink", "bad", plain, "v2_2", ""), "apply", "-f", "-")
+	k.Must(t, kubekit.FDYAML("streamfusion", "exempt", plain, "v2_2", ""), "apply", "-f", "-") // the webhook's own namespace, never sent to it
+	k.Must(t, kubekit.FDYAML("flink", "moved", moving, "v2_2", ""), "apply", "-f", "-")
+	k.Must(t, kubekit.SessionJobJARYAML("flink", "sj-good", "good", jars.URL+"/good-job.jar"), "apply", "-f", "-")
+	k.Must(t, kubekit.SessionJobJARYAML("flink", "sj-jar-bad", "good", jars.URL+"/mismatched-job.jar"), "apply", "-f", "-")
 	native := `[bash, -c, kubernetes-%s.sh]`
 	for _, c := range []string{"jobmanager", "taskmanager"} {
 		labels := "app: good, component: " + c + ", type: flink-native-kubernetes"
-		k.runningPod(t, "flink", "good-"+c, labels, "", "flink-main-container", fmt.Sprintf(native, c), good, goodID)
+		runningPod(t, k, "flink", "good-"+c, labels, "", "flink-main-container", fmt.Sprintf(native, c), good, goodID)
 		labels = "app: moved, component: " + c + ", type: flink-native-kubernetes"
-		k.runningPod(t, "flink", "moved-"+c, labels, "", "flink-main-container", fmt.Sprintf(native, c), moving, goodID)
+		runningPod(t, k, "flink", "moved-"+c, labels, "", "flink-main-container", fmt.Sprintf(native, c), moving, goodID)
 	}
 	for _, p := range []string{"tm-abc-1", "tm-abc-2"} {
-		k.runningPod(t, "team", p, "app: standalone", "tm-abc", "taskmanager", "[taskmanager]", good, goodID)
+		runningPod(t, k, "team", p, "app: standalone", "tm-abc", "taskmanager", "[taskmanager]", good, goodID)
 	}
 	// The tag moves after the Pods started: a Pod started now pulls the
 	// plain image.
-	ref, err := name.ParseReference(moving)
-	require.NoError(t, err)
-	require.NoError(t, remote.Write(ref, imgs.plain))
+	push(t, moving, imgs.plain)
 
-	kubeconfig := k.auditRBAC(t)
+	kubeconfig := auditRBAC(t, k)
 	as := "--as=system:serviceaccount:streamfusion:sf-audit"
 	for _, tc := range []struct{ args, want string }{
 		{"list flinkdeployments.flink.apache.org --all-namespaces", "yes"},
@@ -173,12 +173,12 @@ func TestRealAudit(t *testing.T) {
 		{"get secrets -n flink", "no"},
 		{"watch pods --all-namespaces", "no"},
 	} {
-		out, _ := k.run("", append(append([]string{"auth", "can-i"}, strings.Fields(tc.args)...), as)...)
+		out, _ := k.Run("", append(append([]string{"auth", "can-i"}, strings.Fields(tc.args)...), as)...)
 		assert.Equal(t, tc.want, strings.TrimSpace(out), "can-i %s", tc.args)
 	}
 
 	dir := t.TempDir()
-	bin := buildStreamfusion(t, dir)
+	bin := kubekit.BuildStreamfusion(t, dir)
 
 	t.Run("today", func(t *testing.T) {
 		junit := filepath.Join(dir, "audit.xml")
@@ -219,7 +219,7 @@ func TestRealAudit(t *testing.T) {
 		for _, f := range row.Today.Findings {
 			texts = append(texts, f.Text)
 		}
-		assert.Contains(t, strings.Join(texts, "\n"), mismatchedFinding)
+		assert.Contains(t, strings.Join(texts, "\n"), testkit.MismatchedJobJARFinding)
 
 		// Two images (good, also under the moved tag's running digest;
 		// plain, also under the tag now) verified once each, and each
@@ -283,9 +283,9 @@ func TestRealAudit(t *testing.T) {
 	})
 
 	t.Run("an account that may read nothing: incomplete, and says what", func(t *testing.T) {
-		k.must(t, "", "create", "serviceaccount", "nobody", "-n", "team")
-		token := strings.TrimSpace(k.must(t, "", "create", "token", "nobody", "-n", "team", "--duration=1h"))
-		code, out, _ := runAudit(t, bin, dir, k.writeKubeconfig(t, "nobody", token))
+		k.Must(t, "", "create", "serviceaccount", "nobody", "-n", "team")
+		token := strings.TrimSpace(k.Must(t, "", "create", "token", "nobody", "-n", "team", "--duration=1h"))
+		code, out, _ := runAudit(t, bin, dir, k.WriteKubeconfig(t, "nobody", token))
 		assert.Equal(t, 75, code)
 		assert.Contains(t, out, "NOT READ: list flinkdeployments.flink.apache.org in all namespaces:")
 		assert.Contains(t, out, "forbidden")
@@ -303,19 +303,19 @@ func TestRealAudit(t *testing.T) {
 // is emptied before the cold runs. Run with -benchtime 1x (make
 // bench-audit): the runs below are the benchmark's own.
 func BenchmarkRealAudit(b *testing.B) {
-	k := startKube(b)
-	k.installOperatorCRDs(b)
-	imgs := shared(b)
-	host := registryWith(b, nil, map[string]v1Image{"good": imgs.good})
+	k := kubekit.Start(b)
+	k.InstallOperatorCRDs(b)
+	imgs := testImages(b)
+	host := serve(b, map[string]v1.Image{"good": imgs.good})
 	const images, perImage = 20, 10
 	namespaces := []string{"a", "b", "c", "d"}
 	for _, ns := range append(namespaces, "streamfusion") {
-		k.namespace(b, ns)
+		k.Namespace(b, ns)
 	}
 	ctx := context.Background()
 	var refs []string
 	for i := range images {
-		img, err := mutate.Config(imgs.good, withEnv(imgs, i))
+		img, err := imagekit.WithEnv(imgs.good, fmt.Sprint("BENCH_COLD=", i, time.Now().UnixNano()))
 		require.NoError(b, err)
 		d, err := img.Digest()
 		require.NoError(b, err)
@@ -324,12 +324,12 @@ func BenchmarkRealAudit(b *testing.B) {
 		require.NoError(b, remote.Write(ref, img))
 		refs = append(refs, ref.String()+"|docker-pullable://"+host+"/flink@"+d.String())
 	}
-	pods := k.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
+	pods := k.Dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"})
 	begin := time.Now()
 	for n := range images * perImage {
 		img, imageID, _ := strings.Cut(refs[n%images], "|")
 		ns, fdName := namespaces[n%len(namespaces)], fmt.Sprintf("fd-%03d", n)
-		_, err := k.dyn.Resource(judge.FlinkDeployments).Namespace(ns).Create(ctx, fdObject(b, fdYAML(ns, fdName, img, "v2_2", "")), metav1.CreateOptions{})
+		_, err := k.Dyn.Resource(judge.FlinkDeployments).Namespace(ns).Create(ctx, kubekit.Object(b, kubekit.FDYAML(ns, fdName, img, "v2_2", "")), metav1.CreateOptions{})
 		require.NoError(b, err)
 		for _, c := range []string{"jobmanager", "taskmanager"} {
 			pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
@@ -347,9 +347,9 @@ func BenchmarkRealAudit(b *testing.B) {
 		}
 	}
 	b.Logf("created %d FlinkDeployments and %d Pods in %s", images*perImage, 2*images*perImage, time.Since(begin).Round(time.Millisecond))
-	kubeconfig := k.auditRBAC(b)
+	kubeconfig := auditRBAC(b, k)
 	dir := b.TempDir()
-	bin := buildStreamfusion(b, dir)
+	bin := kubekit.BuildStreamfusion(b, dir)
 	cache := filepath.Join(dir, "cache")
 
 	run := func(label string, env []string, args ...string) {
