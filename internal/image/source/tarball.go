@@ -43,27 +43,9 @@ func openTarball(file string) (v1.Image, error) {
 		return nil, err
 	}
 	defer f.Close()
-	members := map[string]section{}
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read tar: %w", err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		if len(members) == maxMembers {
-			return nil, fmt.Errorf("%w: more than %d files; a saved image has a few per layer", ErrTarball, maxMembers)
-		}
-		off, err := f.Seek(0, io.SeekCurrent)
-		if err != nil {
-			return nil, err
-		}
-		members[path.Clean(h.Name)] = section{off, h.Size}
+	members, err := index(f)
+	if err != nil {
+		return nil, err
 	}
 	read := func(name string) ([]byte, error) {
 		s, ok := members[path.Clean(name)]
@@ -122,6 +104,33 @@ func openTarball(file string) (v1.Image, error) {
 }
 
 type section struct{ off, size int64 }
+
+// index finds where each regular file of a tarball is: its data's offset
+// and size, by cleaned name; at most maxMembers files.
+func index(f *os.File) (map[string]section, error) {
+	members := map[string]section{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return members, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read tar: %w", err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if len(members) == maxMembers {
+			return nil, fmt.Errorf("%w: more than %d files; a saved image has a few per layer", ErrTarball, maxMembers)
+		}
+		off, err := f.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return nil, err
+		}
+		members[path.Clean(h.Name)] = section{off, h.Size}
+	}
+}
 
 type rawTarball struct {
 	file   string
