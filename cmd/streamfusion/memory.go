@@ -19,6 +19,7 @@ const serverMemoryRatio = 0.9
 // container's memory limit (from: memlimit.FromCgroup, v1 or v2), unless
 // GOMEMLIMIT or AUTOMEMLIMIT=off says otherwise; none without a container
 // limit. It returns the limit set.
+//
 // Not admit.DeepMemoryLimit, a one-check program's: a server's kept lib
 // and one new job JAR's classes pass its 200 MiB, and the collector would
 // then run without pause (a 45 MB JAR's review took 1.8 s against 1.0 s;
