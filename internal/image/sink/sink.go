@@ -1,8 +1,8 @@
 // Package sink stores what bake made: a `docker save` tarball, an OCI
 // layout, a registry push or a load into the container engine, each all or
 // nothing where the medium allows. Sinks are the only place bake writes,
-// as ko's publishers are; internal/image makes the images and writes
-// nothing.
+// as ko's publishers are; internal/image makes the images and stores
+// none.
 package sink
 
 import (
