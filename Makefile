@@ -301,7 +301,7 @@ lint:
 # minimisation that overruns the run's end is reported as a failure: count it.
 FUZZTIME ?= 10s
 FUZZ_TARGETS := internal/payload:FuzzParseManifest internal/payload:FuzzRead internal/payload:FuzzNested internal/payload:FuzzReadDiff \
-	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/admission:FuzzParseStockVersion internal/admission:FuzzIdentifyStock internal/admission:FuzzAttributeSyntax internal/roles:FuzzClassify internal/image:FuzzScanLayer \
+	internal/admission:FuzzParseJava internal/admission:FuzzIdentify internal/admission:FuzzParseStockVersion internal/admission:FuzzIdentifyStock internal/admission:FuzzAttributeSyntax internal/roles:FuzzClassify internal/image/flatten:FuzzScanLayer \
 	internal/deploy:FuzzParse internal/webhook:FuzzValidate internal/classfile:FuzzParse internal/payload:FuzzArchive internal/install:FuzzParseJournal internal/host:FuzzReadConfig internal/flinkconf:FuzzScalarMatchers internal/flinkconf:FuzzReadYAML internal/admission:FuzzPOMRuntimeGroups
 # --- session job JARs (issue 20): real connectors as session jobs' JARs on
 # the real Flink 2.2.0 lib, through the webhook (the JARs by coordinates,

@@ -27,6 +27,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
 	"github.com/streamfusion/image-entrypoint/internal/payload"
@@ -37,7 +38,7 @@ import (
 // The layout every StreamFusion image has; the Dockerfile lays out the same
 // paths (a test holds the two together).
 const (
-	EntrypointPath = "/docker-entrypoint.sh"
+	EntrypointPath = flatten.EntrypointPath
 	OriginalPath   = settings.DefaultOriginal // Flink's own script, moved aside
 	EntrypointMode = 0o555
 	PayloadMode    = 0o644
@@ -114,7 +115,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	sel := newSelection(c, cfg.Architecture)
+	sel := flatten.NewSelection(c, cfg.Architecture)
 	if opt.DeepVerdict {
 		opt.Read.Deep = true
 	}
@@ -125,7 +126,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		}
 		defer r.keep.remove()
 	}
-	facts, baseView, err := r.readAll(ctx, base, sel)
+	facts, baseView, err := flatten.Read(ctx, base, sel, r.flat())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -139,9 +140,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	}
 
 	// Verify the result from the base's facts and the new layer's.
-	s := &scanner{sel: sel, tempDir: r.TempDir, keep: r.keep, layer: len(facts)}
-	defer s.close()
-	top, err := s.scan(bytes.NewReader(layer), "")
+	top, err := flatten.ScanLayer(ctx, bytes.NewReader(layer), len(facts), sel, r.flat())
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}
@@ -154,7 +153,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		return nil, nil, fmt.Errorf("verify the baked image: %w: %w", ErrConfig, err)
 	}
 	all := append(facts[:len(facts):len(facts)], top)
-	v := merge(all)
+	v := flatten.Merge(all)
 	if r.keep == nil && r.deepWanted(bc) {
 		// The base's settings did not ask for the deep check, the baked image's do.
 		if r.keep, err = newJARCopies(r.TempDir, r.Budget); err != nil {
@@ -228,7 +227,7 @@ func bakedImage(base v1.Image, layer []byte, opt BakeOptions) (v1.Image, error) 
 	if err != nil {
 		return nil, err
 	}
-	created := v1.Time{Time: epoch(opt.Epoch)}
+	created := v1.Time{Time: flatten.Epoch(opt.Epoch)}
 	img, err := mutate.Append(base, mutate.Addendum{Layer: l, MediaType: layerType, History: v1.History{
 		Created: created, CreatedBy: "streamfusion bake", Comment: "StreamFusion entrypoint and payloads",
 	}})
@@ -274,16 +273,16 @@ func compress(layer []byte) ([]byte, error) {
 //
 // It is long because it writes each kind of entry above in order, each
 // with its own header.
-func bakeLayer(base *view, libDir string, opt BakeOptions, extra map[string][]byte) ([]byte, error) {
+func bakeLayer(base *flatten.View, libDir string, opt BakeOptions, extra map[string][]byte) ([]byte, error) {
 	entries := map[string]*tar.Header{}
 	data := map[string][]byte{}
 	add := func(name string, mode int64, b []byte) {
-		entries[name] = &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(b)), ModTime: epoch(opt.Epoch), Format: tar.FormatPAX}
+		entries[name] = &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(b)), ModTime: flatten.Epoch(opt.Epoch), Format: tar.FormatPAX}
 		data[name] = b
 	}
 	orig := strings.TrimPrefix(OriginalPath, "/")
-	if _, err := fs.Stat(base.fsys, orig); err != nil {
-		script, mode, err := readFollowing(base.fsys, strings.TrimPrefix(EntrypointPath, "/"))
+	if _, err := fs.Stat(base.FS, orig); err != nil {
+		script, mode, err := readFollowing(base.FS, strings.TrimPrefix(EntrypointPath, "/"))
 		if err != nil {
 			return nil, fmt.Errorf("the base image has no %s to keep at %s: %w", EntrypointPath, OriginalPath, err)
 		}
@@ -307,30 +306,30 @@ func bakeLayer(base *view, libDir string, opt BakeOptions, extra map[string][]by
 		add(n, PayloadMode, b)
 	}
 	if verdict := lib + "/" + host.VerdictFile; !opt.DeepVerdict {
-		if _, err := fs.Stat(base.fsys, verdict); err == nil {
+		if _, err := fs.Stat(base.FS, verdict); err == nil {
 			// An earlier bake's verdict would not match what this one
 			// changes: remove it rather than leave every start a full check.
 			wh := lib + "/.wh." + host.VerdictFile
-			entries[wh] = &tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o644, ModTime: epoch(opt.Epoch), Format: tar.FormatPAX}
+			entries[wh] = &tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o644, ModTime: flatten.Epoch(opt.Epoch), Format: tar.FormatPAX}
 		}
 	}
 	if len(opt.Payloads) > 0 {
 		// Re-baking replaces the payloads of the bake before.
-		old, _ := fs.ReadDir(base.fsys, lib)
+		old, _ := fs.ReadDir(base.FS, lib)
 		for _, e := range old {
 			if e.IsDir() || !strings.HasSuffix(e.Name(), ".jar") || fresh[e.Name()] {
 				continue
 			}
-			j := base.readJAR(base.fsys, lib+"/"+e.Name(), payload.Options{})
+			j := base.ReadJAR(base.FS, lib+"/"+e.Name(), payload.Options{})
 			if id := admission.Identify(j); id != nil {
 				wh := lib + "/.wh." + e.Name()
-				entries[wh] = &tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o644, ModTime: epoch(opt.Epoch), Format: tar.FormatPAX}
+				entries[wh] = &tar.Header{Typeflag: tar.TypeReg, Name: wh, Mode: 0o644, ModTime: flatten.Epoch(opt.Epoch), Format: tar.FormatPAX}
 			}
 		}
 	}
 	for n := range maps.Clone(entries) {
 		for d := path.Dir(n); d != "."; d = path.Dir(d) {
-			if h := parentDir(base.fsys, d, opt.Epoch); h != nil {
+			if h := parentDir(base.FS, d, opt.Epoch); h != nil {
 				entries[d+"/"] = h
 			}
 		}
@@ -366,19 +365,19 @@ func bakeLayer(base *view, libDir string, opt BakeOptions, extra map[string][]by
 // when the base has something else there (a link to a directory stays a
 // link).
 func parentDir(base memfs.FS, d string, sec int64) *tar.Header {
-	h := &tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: epoch(sec), Format: tar.FormatPAX}
+	h := &tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: flatten.Epoch(sec), Format: tar.FormatPAX}
 	f, ok := base[d]
 	if !ok {
 		return h
 	}
-	n, isNode := f.Sys.(*node)
+	n, isNode := f.Sys.(*flatten.Node)
 	if !f.Mode.IsDir() || !isNode {
 		return nil
 	}
 	if n.Implied {
 		return h // no entry in the base: root's 0755 at the epoch
 	}
-	h.Mode, h.Uid, h.Gid, h.ModTime = n.Mode, n.UID, n.GID, epoch(n.ModTime)
+	h.Mode, h.Uid, h.Gid, h.ModTime = n.Mode, n.UID, n.GID, flatten.Epoch(n.ModTime)
 	return h
 }
 
@@ -391,7 +390,7 @@ func readFollowing(fsys memfs.FS, name string) ([]byte, fs.FileMode, error) {
 		return nil, 0, fmt.Errorf("/%s is not a regular file", target)
 	}
 	f := fsys[target]
-	if n, ok := f.Sys.(*node); ok && n.Size != int64(len(f.Data)) {
+	if n, ok := f.Sys.(*flatten.Node); ok && n.Size != int64(len(f.Data)) {
 		return nil, 0, fmt.Errorf("/%s is %d bytes, more than a script this tool moves aside", target, n.Size)
 	}
 	return f.Data, info.Mode().Perm(), nil

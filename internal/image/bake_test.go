@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -23,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
@@ -216,5 +216,5 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // for a StreamFusion entrypoint.
 func stampedTrue() ([]byte, error) {
 	bin, err := os.ReadFile("/bin/true")
-	return append(bin, strings.Join(stampParts, "/")...), err
+	return append(bin, flatten.Stamp()...), err
 }

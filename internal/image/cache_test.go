@@ -2,7 +2,6 @@ package image
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
-	"github.com/streamfusion/image-entrypoint/internal/settings"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
@@ -80,46 +78,4 @@ func TestCacheReadsOnlyNewLayers(t *testing.T) {
 	_, err = opts.Verify(context.Background(), rebaked)
 	require.NoError(t, err)
 	assert.Equal(t, []int{n + 2}, r.read)
-}
-
-// TestCacheIsNeverTrustedAcrossVersions: a record of another format
-// version under the key is ignored and the layer read again.
-func TestCacheIsNeverTrustedAcrossVersions(t *testing.T) {
-	t.Parallel()
-	img, err := imagekit.Base{Dist: testkit.Good("2.2.1"), User: "9999"}.Image()
-	require.NoError(t, err)
-	cache := &layercache.Cache{Dir: t.TempDir()}
-	r := &recorder{}
-	opts := VerifyOptions{Cache: cache, Progress: r.progress}
-	want, err := opts.Verify(context.Background(), img)
-	require.NoError(t, err)
-
-	cfg, err := img.ConfigFile()
-	require.NoError(t, err)
-	sel := newSelection(mustConfig(t, cfg.Config.Env), cfg.Architecture)
-	for _, d := range cfg.RootFS.DiffIDs {
-		key := cacheKey(d.String(), sel)
-		data, ok := cache.Get(key)
-		require.True(t, ok)
-		var lf layerFacts
-		require.NoError(t, json.Unmarshal(data, &lf))
-		lf.Version = factsVersion + 1
-		lf.Nodes = nil // a record that would hide every file
-		data, err = json.Marshal(lf)
-		require.NoError(t, err)
-		require.NoError(t, cache.Put(key, data))
-	}
-	r.read, r.cached = nil, nil
-	got, err := opts.Verify(context.Background(), img)
-	require.NoError(t, err)
-	assert.Empty(t, r.cached)
-	assert.Len(t, r.read, len(cfg.RootFS.DiffIDs))
-	assert.JSONEq(t, asJSON(t, want.Facts), asJSON(t, got.Facts))
-}
-
-func mustConfig(t *testing.T, env []string) settings.Config {
-	t.Helper()
-	c, err := settings.FromEnv(env)
-	require.NoError(t, err)
-	return c
 }

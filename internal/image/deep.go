@@ -22,6 +22,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
@@ -140,8 +141,9 @@ func (k *jarCopies) reserve(ctx context.Context, size int64, what string) (func(
 	return release, nil
 }
 
-// keep copies the JAR name of layer from ra, size bytes long.
-func (k *jarCopies) keep(ctx context.Context, layer int, name string, ra io.ReaderAt, size int64) error {
+// Keep copies the JAR name of layer from ra, size bytes long (a
+// flatten.Keeper).
+func (k *jarCopies) Keep(ctx context.Context, layer int, name string, ra io.ReaderAt, size int64) error {
 	if k == nil {
 		return nil
 	}
@@ -162,7 +164,7 @@ func (k *jarCopies) keep(ctx context.Context, layer int, name string, ra io.Read
 	if err != nil {
 		return fmt.Errorf("keep /%s for the deep check: %w", name, err)
 	}
-	_, err = io.Copy(f, &ctxReader{ctx: ctx, r: io.NewSectionReader(ra, 0, size)})
+	_, err = io.Copy(f, &flatten.CtxReader{Ctx: ctx, R: io.NewSectionReader(ra, 0, size)})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -239,7 +241,7 @@ func (f *diskOpen) Stat() (fs.FileInfo, error) { return f.info, nil }
 // may open: those host.List finds in lib and in usrlib beside it, as
 // host.Gather lists them, and those of each plugin folder with a JAR that
 // is not the host's own (the only folders it judges: host's openPlugins).
-func deepJARs(v *view, libDir, pluginsDir string) []string {
+func deepJARs(v *flatten.View, libDir, pluginsDir string) []string {
 	var out []string
 	add := func(target string) {
 		if !slices.Contains(out, target) {
@@ -250,10 +252,10 @@ func deepJARs(v *view, libDir, pluginsDir string) []string {
 	// "" when lib has none or several (then no plugin JAR is the host's).
 	release, dists := "", 0
 	for _, dir := range []string{libDir, path.Join(path.Dir(path.Clean(libDir)), "usrlib")} {
-		for _, n := range v.listJARs(dir) {
+		for _, n := range listJARs(v, dir) {
 			add(n.target)
 			if dir == libDir && admission.IsDist(path.Base(n.name)) {
-				j := v.jars[n.target].jar("/"+n.name, "/"+n.target, true)
+				j := v.JARs[n.target].JAR("/"+n.name, "/"+n.target, true)
 				release, dists = cmp.Or(j.Properties["project.version"], j.ManifestValue("Implementation-Version")), dists+1
 			}
 		}
@@ -266,14 +268,14 @@ func deepJARs(v *view, libDir, pluginsDir string) []string {
 	}
 	folders := map[string][]string{}
 	judged := map[string]bool{}
-	for _, n := range v.listJARs(pluginsDir) {
+	for _, n := range listJARs(v, pluginsDir) {
 		rest := strings.TrimPrefix(n.name, strings.TrimPrefix(path.Clean(pluginsDir), "/")+"/")
 		folder, file, ok := strings.Cut(rest, "/")
 		if !ok || strings.Contains(file, "/") {
 			continue // straight in plugins/, or in a plugin's subfolder: never loaded
 		}
 		folders[folder] = append(folders[folder], n.target)
-		judged[folder] = judged[folder] || !admission.HostOwn(v.jars[n.target].jar("/"+n.name, "/"+n.target, false), release)
+		judged[folder] = judged[folder] || !admission.HostOwn(v.JARs[n.target].JAR("/"+n.name, "/"+n.target, false), release)
 	}
 	for _, f := range slices.Sorted(maps.Keys(folders)) {
 		if judged[f] {
@@ -291,15 +293,15 @@ type listed struct{ name, target string }
 
 // listJARs lists the JARs of dir as host.List finds them, those that
 // resolve to a regular file read for its facts.
-func (v *view) listJARs(dir string) []listed {
-	names, _, err := host.List(v.fsys, dir)
+func listJARs(v *flatten.View, dir string) []listed {
+	names, _, err := host.List(v.FS, dir)
 	if err != nil {
 		return nil
 	}
 	var out []listed
 	for _, n := range names {
-		target, info, err := rootfs.Resolve(v.fsys, n)
-		if err != nil || !info.Mode().IsRegular() || v.jars[target] == nil {
+		target, info, err := rootfs.Resolve(v.FS, n)
+		if err != nil || !info.Mode().IsRegular() || v.JARs[target] == nil {
 			continue
 		}
 		out = append(out, listed{n, target})
@@ -309,7 +311,7 @@ func (v *view) listJARs(dir string) []listed {
 
 // deepNames returns the image's JARs the deep check opens (deepJARs)
 // less those a job JAR of the same name in usrlib replaces, and usrlib.
-func (o VerifyOptions) deepNames(v *view, libDir, pluginsDir string) ([]string, string) {
+func (o VerifyOptions) deepNames(v *flatten.View, libDir, pluginsDir string) ([]string, string) {
 	names := deepJARs(v, libDir, pluginsDir)
 	usrlib := path.Join(path.Dir(path.Clean(libDir)), "usrlib")
 	for _, j := range o.JobJARs {
@@ -344,13 +346,13 @@ func (b *budget) add(name string, size int64, entries int) error {
 // and the wanted entries copied to the copies' directory. Copies nothing
 // wants are deleted at once. The job JARs are placed in usrlib (they stay
 // where they are on disk).
-func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*layerFacts, v *view, libDir, pluginsDir string) (*deepFS, error) {
+func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*flatten.Facts, v *flatten.View, libDir, pluginsDir string) (*deepFS, error) {
 	if o.keep == nil {
 		return nil, errors.New("the deep check has no directory to keep JARs in")
 	}
-	d := &deepFS{FS: v.fsys, files: map[string]diskFile{}}
+	d := &deepFS{FS: v.FS, files: map[string]diskFile{}}
 	// Which layer each kept node came from.
-	from := map[*node]int{}
+	from := map[*flatten.Node]int{}
 	for i, lf := range facts {
 		for k := range lf.Nodes {
 			from[&lf.Nodes[k]] = i
@@ -360,7 +362,7 @@ func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string,
 	wanted := map[int]map[string]int64{} // layer -> name -> size
 	names, usrlib := o.deepNames(v, libDir, pluginsDir)
 	for _, name := range names {
-		n, ok := v.fsys[name].Sys.(*node)
+		n, ok := v.FS[name].Sys.(*flatten.Node)
 		if !ok {
 			continue
 		}
@@ -368,7 +370,7 @@ func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string,
 		if !ok {
 			continue
 		}
-		if err := b.add(name, n.Size, v.jars[name].Entries); err != nil {
+		if err := b.add(name, n.Size, v.JARs[name].Entries); err != nil {
 			return nil, err
 		}
 		if wanted[i] == nil {
@@ -432,19 +434,19 @@ func (o *run) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int,
 		return fail(err)
 	}
 	defer rc.Close()
-	cr := &countingReader{r: &ctxReader{ctx: ctx, r: rc}, every: func(n int64) { w := u; w.Done = n; report(w) }}
-	r, done, err := decompress(cr)
+	cr := &flatten.CountingReader{R: &flatten.CtxReader{Ctx: ctx, R: rc}, Every: func(n int64) { w := u; w.Done = n; report(w) }}
+	r, done, err := flatten.Decompress(cr)
 	if err != nil {
 		return fail(fmt.Errorf("decompress: %w", err))
 	}
 	defer done()
 	h := sha256.New()
 	tr := tar.NewReader(io.TeeReader(r, h))
-	for hd, err := range tarEntries(tr) {
+	for hd, err := range flatten.Entries(tr) {
 		if err != nil {
 			return fail(err)
 		}
-		n, err := clean(hd.Name)
+		n, err := flatten.Clean(hd.Name)
 		if err != nil {
 			return fail(err)
 		}
@@ -488,19 +490,19 @@ func (o *run) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int,
 			return fail(fmt.Errorf("%w: /%s is no longer in the layer", ErrLayer, n))
 		}
 	}
-	u.Done, u.Finished = cr.n, true
+	u.Done, u.Finished = cr.N, true
 	report(u)
 	return nil
 }
 
 // placeJobJARs puts the job JARs into the view's usrlib (through its link,
 // when usrlib is one), read for their facts from where they are.
-func (o VerifyOptions) placeJobJARs(d *deepFS, v *view, usrlib string, b *budget) error {
+func (o VerifyOptions) placeJobJARs(d *deepFS, v *flatten.View, usrlib string, b *budget) error {
 	if len(o.JobJARs) == 0 {
 		return nil
 	}
 	dir := strings.TrimPrefix(path.Clean("/"+usrlib), "/")
-	target, info, err := rootfs.Resolve(v.fsys, dir)
+	target, info, err := rootfs.Resolve(v.FS, dir)
 	switch {
 	case err == nil && !info.IsDir():
 		return fmt.Errorf("job JARs: /%s in the image is not a directory", dir)
@@ -508,7 +510,7 @@ func (o VerifyOptions) placeJobJARs(d *deepFS, v *view, usrlib string, b *budget
 		dir = target
 	case errors.Is(err, fs.ErrNotExist):
 		// No usrlib: it is made beside lib, where lib's parent leads.
-		if parent, info, err := rootfs.Resolve(v.fsys, path.Dir(dir)); err == nil && info.IsDir() {
+		if parent, info, err := rootfs.Resolve(v.FS, path.Dir(dir)); err == nil && info.IsDir() {
 			dir = strings.TrimPrefix(path.Join(parent, "usrlib"), "./")
 		}
 	default:
@@ -535,27 +537,14 @@ func (o VerifyOptions) placeJobJARs(d *deepFS, v *view, usrlib string, b *budget
 			return fmt.Errorf("job JAR %s: %w", j.Path, err)
 		}
 		name := dir + "/" + j.Name
-		facts := jarFactsOf(f, info.Size(), "/"+name, "") // usrlib: the JVM loads no payload libraries from job JARs
+		facts := flatten.JARFactsOf(f, info.Size(), "/"+name, "") // usrlib: the JVM loads no payload libraries from job JARs
 		f.Close()
 		if err := b.add(name, info.Size(), facts.Entries); err != nil {
 			return fmt.Errorf("job JAR %s: %w", j.Path, err)
 		}
-		v.fsys[name] = &memfs.File{Mode: PayloadMode, ModTime: info.ModTime(), Sys: &node{Name: name, Type: tar.TypeReg, Mode: PayloadMode, Size: info.Size()}}
-		v.jars[name] = facts
+		v.FS[name] = &memfs.File{Mode: PayloadMode, ModTime: info.ModTime(), Sys: &flatten.Node{Name: name, Type: tar.TypeReg, Mode: PayloadMode, Size: info.Size()}}
+		v.JARs[name] = facts
 		d.files[name] = diskFile{path: abs, size: info.Size()}
 	}
 	return nil
-}
-
-// ctxReader stops reading once ctx is done.
-type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *ctxReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
 }

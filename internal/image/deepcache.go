@@ -18,6 +18,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
+	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
 	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
@@ -83,7 +84,7 @@ type deepKeyMaterial struct {
 // deepKey is the cache key of the deep result of the image cfg describes,
 // judged by the build tool.
 func deepKey(cfg *v1.ConfigFile, tool string) string {
-	m := deepKeyMaterial{Format: deepResultVersion, Facts: factsVersion, Tool: tool, Rules: admission.RulesStamp(),
+	m := deepKeyMaterial{Format: deepResultVersion, Facts: flatten.Version, Tool: tool, Rules: admission.RulesStamp(),
 		OS: cfg.OS, Arch: cfg.Architecture, Variant: cfg.Variant, Env: cfg.Config.Env, Layers: []string{}}
 	if m.Env == nil {
 		m.Env = []string{}
@@ -322,7 +323,7 @@ func (dc *deepCache) get() (findings []admission.Finding, ok bool) {
 // that part. Nothing is stored when the part does not give res back
 // (deepPart) or passes the bounds; a cache that cannot be written only
 // costs time, as for the layer facts.
-func (dc *deepCache) put(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *view, res *Result, more ...admit.Rule) {
+func (dc *deepCache) put(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *flatten.View, res *Result, more ...admit.Rule) {
 	if dc == nil {
 		return
 	}
@@ -341,7 +342,7 @@ func (dc *deepCache) put(ctx context.Context, cfg *v1.ConfigFile, c settings.Con
 
 // decideCached decides on view v of the image cfg describes as a deep
 // check would, the deep findings from the cache.
-func decideCached(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *view, findings []admission.Finding) (*Result, error) {
+func decideCached(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *flatten.View, findings []admission.Finding) (*Result, error) {
 	res, err := decide(ctx, cfg, c, v, nil)
 	if err != nil {
 		return nil, err

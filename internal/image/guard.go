@@ -11,6 +11,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
+	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
 	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
@@ -33,11 +34,6 @@ var GuardRules = []admission.Rule{
 	{ID: RuleGuardReach, Severity: admission.Error, Tier: admission.TierImage, Doc: "The image's ENTRYPOINT and CMD do not start /docker-entrypoint.sh (directly, through a link or PATH, or through tini, dumb-init or a shell's -c exec), so nothing checks the payloads."},
 }
 
-// stampParts make the stamp cmd/entrypoint carries (its const stamp). The
-// stamp is joined at run time so that this program's binary does not hold
-// it whole and cannot pass for an entrypoint.
-var stampParts = []string{"STREAMFUSION", "ENTRYPOINT", "CONTRACT=1"}
-
 // ErrNotEntrypoint is a binary that is not a StreamFusion entrypoint.
 var ErrNotEntrypoint = errors.New("not a StreamFusion entrypoint")
 
@@ -47,7 +43,7 @@ func CheckEntrypoint(bin []byte) error {
 	if _, err := elfMachine(bin); err != nil {
 		return fmt.Errorf("%w: not an ELF binary (%w)", ErrNotEntrypoint, err)
 	}
-	if !bytes.Contains(bin, []byte(strings.Join(stampParts, "/"))) {
+	if !bytes.Contains(bin, flatten.Stamp()) {
 		return fmt.Errorf("%w: the binary carries no StreamFusion entrypoint stamp; build it with make build or make dist (cmd/entrypoint)", ErrNotEntrypoint)
 	}
 	return nil

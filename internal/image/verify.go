@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
+	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
@@ -45,7 +46,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	sel := newSelection(c, cfg.Architecture)
+	sel := flatten.NewSelection(c, cfg.Architecture)
 	r := &run{VerifyOptions: o}
 	var dc *deepCache
 	if o.deepWanted(c) {
@@ -53,7 +54,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 		if findings, ok := dc.get(); ok {
 			// The deep result of these layers is known: their facts
 			// only, no copy of any JAR kept, no layer read again.
-			_, v, err := r.readAll(ctx, img, sel)
+			_, v, err := flatten.Read(ctx, img, sel, r.flat())
 			if err != nil {
 				return nil, err
 			}
@@ -64,7 +65,7 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 		}
 		defer r.keep.remove()
 	}
-	facts, v, err := r.readAll(ctx, img, sel)
+	facts, v, err := flatten.Read(ctx, img, sel, r.flat())
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +90,7 @@ func (o VerifyOptions) deepWanted(c settings.Config) bool {
 
 // deep returns the merged view with the bytes the deep check reads, or
 // nil when the check is not deep (no jarCopies were made).
-func (o *run) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*layerFacts, v *view, libDir, pluginsDir string) (*deepFS, error) {
+func (o *run) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*flatten.Facts, v *flatten.View, libDir, pluginsDir string) (*deepFS, error) {
 	if o.keep == nil {
 		return nil, nil
 	}
@@ -110,18 +111,18 @@ func (o *run) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts 
 // decide runs the entrypoint's own check on a merged view, with the
 // image guard as the image's own rule; with d, the deep check too, on
 // the JARs' bytes d holds.
-func decide(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *view, d *deepFS, more ...admit.Rule) (*Result, error) {
+func decide(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *flatten.View, d *deepFS, more ...admit.Rule) (*Result, error) {
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
-	s.ReadJAR = v.readJAR
-	s.ReadLibVersions = v.readLibVersions
+	s.ReadJAR = v.ReadJAR
+	s.ReadLibVersions = v.ReadLibVersions
 	s.Native = true // the native-* rules, always: the ELF facts came with the layers
 	s.Deep = d != nil
 	s.Baked = false // the facts hold no bytes to fingerprint: the image's deep check is d's
-	var root fs.FS = v.fsys
+	var root fs.FS = v.FS
 	if d != nil {
 		root = d
 	}
-	guard := func(*admission.Facts, *admission.Decision) []admission.Finding { return Guard(v.fsys, cfg, c) }
+	guard := func(*admission.Facts, *admission.Decision) []admission.Finding { return Guard(v.FS, cfg, c) }
 	own := 0 // the rules' findings, which admit.Check puts first (written before Check returns a verdict)
 	rules := []admit.Rule{}
 	for _, r := range append([]admit.Rule{guard}, more...) {

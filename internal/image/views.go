@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
 
@@ -68,7 +69,7 @@ type kept struct {
 	err   error
 	cfg   *v1.ConfigFile
 	c     settings.Config
-	v     *view
+	v     *flatten.View
 	d     *deepFS
 	keep  *jarCopies
 	bytes int64
@@ -231,7 +232,7 @@ func (o *run) prepare(ctx context.Context, img v1.Image, k *kept) error {
 		return err
 	}
 	k.keep = o.keep
-	facts, v, err := o.readAll(ctx, img, newSelection(c, cfg.Architecture))
+	facts, v, err := flatten.Read(ctx, img, flatten.NewSelection(c, cfg.Architecture), o.flat())
 	if err == nil {
 		k.d, err = o.deep(ctx, img, cfg, facts, v, c.LibDir, c.PluginsDir)
 	}
@@ -250,8 +251,8 @@ func (o *run) prepare(ctx context.Context, img v1.Image, k *kept) error {
 // counted against the same bounds, the job JARs placed as placeJobJARs
 // places them.
 func (k *kept) verify(ctx context.Context, o VerifyOptions) (*Result, error) {
-	v := &view{fsys: maps.Clone(k.v.fsys), jars: maps.Clone(k.v.jars)}
-	d := &deepFS{FS: v.fsys, files: maps.Clone(k.d.files)}
+	v := &flatten.View{FS: maps.Clone(k.v.FS), JARs: maps.Clone(k.v.JARs)}
+	d := &deepFS{FS: v.FS, files: maps.Clone(k.d.files)}
 	names, usrlib := o.deepNames(k.v, k.c.LibDir, k.c.PluginsDir)
 	var b budget
 	for _, name := range names {
@@ -259,7 +260,7 @@ func (k *kept) verify(ctx context.Context, o VerifyOptions) (*Result, error) {
 		if !ok {
 			continue // not a layer's file: readDeep skips it too
 		}
-		if err := b.add(name, df.size, v.jars[name].Entries); err != nil {
+		if err := b.add(name, df.size, v.JARs[name].Entries); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package image
+package flatten
 
 import (
 	"bytes"
@@ -85,18 +85,18 @@ func (s *scanner) readLib(r io.Reader, size int64) (*libFacts, error) {
 	return &libFacts{Versions: vs}, nil
 }
 
-// readLibVersions answers host.ReadLibs from the facts: the versions the
+// ReadLibVersions answers host.ReadLibs from the facts: the versions the
 // library at name (links resolved in the merged view) defines.
-func (v *view) readLibVersions(fsys fs.FS, name string) ([]string, error) {
+func (v *View) ReadLibVersions(fsys fs.FS, name string) ([]string, error) {
 	target, _, err := rootfs.Resolve(fsys, name)
 	if err != nil {
 		return nil, err
 	}
-	mf, ok := v.fsys[target]
+	mf, ok := v.FS[target]
 	if !ok {
 		return nil, fmt.Errorf("/%s: %w", target, fs.ErrNotExist)
 	}
-	n, _ := mf.Sys.(*node)
+	n, _ := mf.Sys.(*Node)
 	if n == nil || n.Lib == nil {
 		return nil, fmt.Errorf("/%s: not a library whose versions this tool keeps", target)
 	}

@@ -1,4 +1,4 @@
-package image
+package flatten
 
 import (
 	"archive/tar"
@@ -27,9 +27,21 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
 
-// factsVersion is the format of layer facts; a cached record of another
+// Version is the format of layer facts; a cached record of another
 // version is never read (it is in the key and in the record).
-const factsVersion = 12
+const Version = 12
+
+// EntrypointPath is where a StreamFusion image's entrypoint is: a scan
+// keeps it condensed (condenseEntrypoint), for the image guard.
+const EntrypointPath = "/docker-entrypoint.sh"
+
+// stampParts make the stamp cmd/entrypoint carries (its const stamp). The
+// stamp is joined at run time so that this program's binary does not hold
+// it whole and cannot pass for an entrypoint.
+var stampParts = []string{"STREAMFUSION", "ENTRYPOINT", "CONTRACT=1"}
+
+// Stamp is the stamp every StreamFusion entrypoint binary carries.
+func Stamp() []byte { return []byte(strings.Join(stampParts, "/")) }
 
 // Bounds on what one layer's facts hold.
 const (
@@ -37,11 +49,11 @@ const (
 	inMemoryJAR = 4 << 20 // a JAR up to this size is read from memory, a larger one from a spool file
 )
 
-// node is one entry of a layer that admission or bake needs: directories
+// Node is one entry of a layer that admission or bake needs: directories
 // and links (they decide where paths lead, and bake copies directories'
 // owners), the wanted regular files and those that could hide a wanted
 // directory.
-type node struct {
+type Node struct {
 	Name    string    `json:"n"`
 	Type    byte      `json:"t"` // tar type flag; a hard link is kept as an absolute symbolic link
 	Mode    int64     `json:"m"`
@@ -51,7 +63,7 @@ type node struct {
 	Link    string    `json:"l,omitempty"`
 	Size    int64     `json:"s,omitempty"`
 	Data    []byte    `json:"d,omitempty"`  // a small wanted file, at most maxSmall+1 bytes of it
-	JAR     *jarFacts `json:"j,omitempty"`  // a file below lib, usrlib or plugins, read as a JAR
+	JAR     *JARFacts `json:"j,omitempty"`  // a file below lib, usrlib or plugins, read as a JAR
 	Lib     *libFacts `json:"lb,omitempty"` // a C or C++ runtime library in the loader's search path
 	Skipped bool      `json:"x,omitempty"`  // a regular file kept only for what it hides
 	// Implied is a directory the layer has no entry for, holding files the
@@ -60,18 +72,18 @@ type node struct {
 	Implied bool `json:"i,omitempty"`
 }
 
-// layerFacts is what admission and bake need from one layer.
-type layerFacts struct {
+// Facts is what admission and bake need from one layer.
+type Facts struct {
 	Version   int      `json:"version"`
 	DiffID    string   `json:"diffID"`
-	Nodes     []node   `json:"nodes"`
+	Nodes     []Node   `json:"nodes"`
 	Whiteouts []string `json:"whiteouts,omitempty"`
 	Opaques   []string `json:"opaques,omitempty"`
 }
 
-// jarFacts is a payload.JAR in a form that can be stored: the manifest's
+// JARFacts is a payload.JAR in a form that can be stored: the manifest's
 // main section as text, the error as its message.
-type jarFacts struct {
+type JARFacts struct {
 	Size         int64                     `json:"size"`
 	Err          string                    `json:"err,omitempty"`
 	Entries      int                       `json:"entries"`
@@ -90,18 +102,18 @@ type jarFacts struct {
 	Properties   map[string]string         `json:"properties,omitempty"`
 	EmbeddedCore string                    `json:"embeddedCore,omitempty"`
 	ELF          []payload.Native          `json:"elf,omitempty"`
-	Nested       *jarFacts                 `json:"nested,omitempty"`
+	Nested       *JARFacts                 `json:"nested,omitempty"`
 	Streamed     bool                      `json:"streamed,omitempty"`
 	// NoProps is the read without the properties entry, when it differs
 	// (a broken properties entry fails only the read that asks for it).
-	NoProps *jarFacts `json:"noProps,omitempty"`
+	NoProps *JARFacts `json:"noProps,omitempty"`
 }
 
-func toFacts(j *payload.JAR) *jarFacts {
+func toFacts(j *payload.JAR) *JARFacts {
 	if j == nil {
 		return nil
 	}
-	f := &jarFacts{Size: j.Size, Entries: j.Entries, ClassMark: j.ClassMark, MetaMark: j.MetaMark,
+	f := &JARFacts{Size: j.Size, Entries: j.Entries, ClassMark: j.ClassMark, MetaMark: j.MetaMark,
 		NativeMark: j.NativeMark, NativeCount: j.NativeCount, Native: j.Native, Logging: j.Logging,
 		Services: j.Services, Hadoop: j.Hadoop, SLF4J: [2]bool{j.SLF4JFactory, j.SLF4JProviders}, Log4j: [3]bool{j.Log4jToSLF4J, j.SLF4JToLog4j, j.SLF4JBinder}, Providers: j.Providers, Properties: j.Properties, EmbeddedCore: j.EmbeddedCore, Nested: toFacts(j.Nested), Streamed: j.Streamed, ELF: j.ELF}
 	if j.Err != nil {
@@ -121,11 +133,11 @@ type manifestFacts struct {
 	Repeated []string          `json:"repeated,omitempty"`
 }
 
-// jar returns the facts as the JAR at p (absolute), reached through a link
+// JAR returns the facts as the JAR at p (absolute), reached through a link
 // when target (absolute) differs.
-func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
+func (f *JARFacts) JAR(p, target string, props bool) *payload.JAR {
 	if !props && f.NoProps != nil {
-		return f.NoProps.jar(p, target, props)
+		return f.NoProps.JAR(p, target, props)
 	}
 	j := &payload.JAR{Path: p, Size: f.Size, Entries: f.Entries, ClassMark: f.ClassMark, MetaMark: f.MetaMark,
 		NativeMark: f.NativeMark, NativeCount: f.NativeCount, Native: f.Native, Logging: f.Logging,
@@ -144,14 +156,14 @@ func (f *jarFacts) jar(p, target string, props bool) *payload.JAR {
 		j.Manifest = &m
 	}
 	if f.Nested != nil {
-		j.Nested = f.Nested.jar(p+"!/"+f.EmbeddedCore, p+"!/"+f.EmbeddedCore, false)
+		j.Nested = f.Nested.JAR(p+"!/"+f.EmbeddedCore, p+"!/"+f.EmbeddedCore, false)
 	}
 	return j
 }
 
-// selection says what a scan keeps: files below the payload directories
+// Selection says what a scan keeps: files below the payload directories
 // are read as JARs; a few other files are kept whole or as stand-ins.
-type selection struct {
+type Selection struct {
 	dirs  []string        // payload directories, relative, with a trailing slash
 	small map[string]bool // files kept whole
 	jars  map[string]bool // files outside dirs read as JARs: targets of links in them
@@ -163,10 +175,14 @@ type selection struct {
 	libDirs map[string]bool // directories whose libraries are kept
 }
 
-func newSelection(c settings.Config, arch string) *selection {
+// NewSelection is what the first reading of an image with settings c on
+// arch keeps: the payload directories (lib, usrlib beside it, plugins),
+// the entrypoint, Flink's script and config files, and the native
+// selection of the loader's search path.
+func NewSelection(c settings.Config, arch string) *Selection {
 	rel := func(p string) string { return strings.TrimPrefix(path.Clean("/"+p), "/") + "/" }
 	native, libDirs := nativeSelection(c, arch)
-	return &selection{
+	return &Selection{
 		native: native, libDirs: libDirs,
 		dirs: []string{rel(c.LibDir), rel(path.Join(path.Dir(path.Clean(c.LibDir)), "usrlib")), rel(c.PluginsDir)},
 		small: map[string]bool{
@@ -180,7 +196,7 @@ func newSelection(c settings.Config, arch string) *selection {
 }
 
 // key names the selection in cache keys.
-func (s *selection) key() string {
+func (s *Selection) key() string {
 	var small []string
 	for k := range s.small {
 		small = append(small, k)
@@ -196,7 +212,7 @@ func (s *selection) key() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-func (s *selection) keep(name string) (k fileUse, asJAR bool) {
+func (s *Selection) keep(name string) (k fileUse, asJAR bool) {
 	if len(s.dirs) > 1 && strings.HasPrefix(name, s.dirs[1]) && strings.HasSuffix(name, ".sql") { // dirs end with a slash
 		return contents, false // a job's SQL in usrlib (host.gatherSQL reads it)
 	}
@@ -222,7 +238,7 @@ func (s *selection) keep(name string) (k fileUse, asJAR bool) {
 
 // hides reports whether a regular file at name would hide a payload
 // directory (it stands where one of its parents should be).
-func (s *selection) hides(name string) bool {
+func (s *Selection) hides(name string) bool {
 	for _, d := range s.dirs {
 		if strings.HasPrefix(d, name+"/") {
 			return true
@@ -234,12 +250,12 @@ func (s *selection) hides(name string) bool {
 // scanner reads layers; it keeps one buffer and one spool file.
 type scanner struct {
 	ctx     context.Context // nil: never cancelled
-	sel     *selection
+	sel     *Selection
 	tempDir string
 	buf     []byte
 	spool   *os.File
 	implied map[string]bool // directories of the files the scan left out
-	keep    *jarCopies      // when set, keeps a copy of every JAR read, for the deep check
+	keep    Keeper          // when set, given every JAR read (the deep check's copies)
 	layer   int             // the index of the layer scanned, for keep
 	budget  *spool.Budget   // reserved for the spool file's bytes while it holds a JAR
 	sqlKept int             // usrlib's SQL files kept from the layer, at most maxSQLKept
@@ -264,9 +280,9 @@ func (s *scanner) close() {
 	}
 }
 
-// decompress returns the uncompressed stream of a layer blob: gzip, zstd
+// Decompress returns the uncompressed stream of a layer blob: gzip, zstd
 // or plain tar, told apart by their first bytes.
-func decompress(r io.Reader) (io.Reader, func(), error) {
+func Decompress(r io.Reader) (io.Reader, func(), error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic, err := br.Peek(4)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -291,17 +307,17 @@ func decompress(r io.Reader) (io.Reader, func(), error) {
 
 // scan reads one layer blob front to back, once. diffID, when given, is
 // checked against the uncompressed bytes.
-func (s *scanner) scan(blob io.Reader, diffID string) (*layerFacts, error) {
-	u, done, err := decompress(blob)
+func (s *scanner) scan(blob io.Reader, diffID string) (*Facts, error) {
+	u, done, err := Decompress(blob)
 	if err != nil {
 		return nil, fmt.Errorf("decompress: %w", err)
 	}
 	defer done()
 	h := sha256.New()
 	tr := tar.NewReader(io.TeeReader(u, h))
-	lf := &layerFacts{Version: factsVersion, DiffID: diffID}
+	lf := &Facts{Version: Version, DiffID: diffID}
 	s.implied = map[string]bool{}
-	for hd, err := range tarEntries(tr) {
+	for hd, err := range Entries(tr) {
 		if err != nil {
 			return nil, err
 		}
@@ -329,12 +345,12 @@ func (s *scanner) scan(blob io.Reader, diffID string) (*layerFacts, error) {
 // addImplied adds a node for each directory that holds files the scan
 // left out and that the layer has no entry for (a tar need not list
 // directories), so that the merged view has it.
-func (s *scanner) addImplied(lf *layerFacts) {
+func (s *scanner) addImplied(lf *Facts) {
 	for _, n := range lf.Nodes {
 		delete(s.implied, n.Name)
 	}
 	for _, d := range slices.Sorted(maps.Keys(s.implied)) {
-		lf.Nodes = append(lf.Nodes, node{Name: d, Type: tar.TypeDir, Mode: 0o755, Implied: true})
+		lf.Nodes = append(lf.Nodes, Node{Name: d, Type: tar.TypeDir, Mode: 0o755, Implied: true})
 	}
 }
 
@@ -344,8 +360,8 @@ func (s *scanner) addImplied(lf *layerFacts) {
 //
 // It is long because it is one case per kind of entry and per use the
 // selection makes of it.
-func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
-	name, err := clean(h.Name)
+func (s *scanner) entry(lf *Facts, tr *tar.Reader, h *tar.Header) error {
+	name, err := Clean(h.Name)
 	if err != nil {
 		return err
 	}
@@ -365,14 +381,14 @@ func (s *scanner) entry(lf *layerFacts, tr *tar.Reader, h *tar.Header) error {
 	if name == "." {
 		return nil
 	}
-	n := node{Name: name, Type: h.Typeflag, Mode: h.Mode, UID: h.Uid, GID: h.Gid, ModTime: h.ModTime.Unix()}
+	n := Node{Name: name, Type: h.Typeflag, Mode: h.Mode, UID: h.Uid, GID: h.Gid, ModTime: h.ModTime.Unix()}
 	switch h.Typeflag {
 	case tar.TypeDir, tar.TypeFifo, tar.TypeChar, tar.TypeBlock:
 	case tar.TypeSymlink:
 		n.Link = h.Linkname
 	case tar.TypeLink:
 		// A hard link reads as its target: keep it as an absolute link.
-		target, err := clean(h.Linkname)
+		target, err := Clean(h.Linkname)
 		if err != nil {
 			return err
 		}
@@ -453,7 +469,7 @@ func condenseEntrypoint(r io.Reader) ([]byte, error) {
 	if err != nil || len(data) <= maxSmall {
 		return data, err
 	}
-	stamp := []byte(strings.Join(stampParts, "/"))
+	stamp := Stamp()
 	found := bytes.Contains(data, stamp)
 	carry := append([]byte(nil), data[len(data)-len(stamp)+1:]...) // for a stamp across reads
 	buf := make([]byte, 64<<10)
@@ -481,7 +497,7 @@ func condenseEntrypoint(r io.Reader) ([]byte, error) {
 // readJAR reads a JAR from the layer's stream: from memory when small,
 // else spooled to a temporary file (a JAR's central directory is at its
 // end, and payload reads it at random).
-func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) {
+func (s *scanner) readJAR(r io.Reader, size int64, p string) (*JARFacts, error) {
 	var ra io.ReaderAt
 	if size <= inMemoryJAR {
 		if int64(cap(s.buf)) < size {
@@ -516,19 +532,21 @@ func (s *scanner) readJAR(r io.Reader, size int64, p string) (*jarFacts, error) 
 		// Empty again when the JAR is read, so that the reservation
 		// released then matches what is on disk.
 		defer func() { _ = s.spool.Truncate(0) }()
-		if _, err := io.CopyN(s.spool, &ctxReader{ctx: s.context(), r: r}, size); err != nil {
+		if _, err := io.CopyN(s.spool, &CtxReader{Ctx: s.context(), R: r}, size); err != nil {
 			return nil, fmt.Errorf("spool: %w", err)
 		}
 		ra = s.spool
 	}
-	if err := s.keep.keep(s.context(), s.layer, strings.TrimPrefix(p, "/"), ra, size); err != nil {
-		return nil, err
+	if s.keep != nil {
+		if err := s.keep.Keep(s.context(), s.layer, strings.TrimPrefix(p, "/"), ra, size); err != nil {
+			return nil, err
+		}
 	}
-	return jarFactsOf(ra, size, p, s.sel.native), nil
+	return JARFactsOf(ra, size, p, s.sel.native), nil
 }
 
-// jarFactsOf reads the JAR in ra, size bytes long, as the JAR at p.
-func jarFactsOf(ra io.ReaderAt, size int64, p, native string) *jarFacts {
+// JARFactsOf reads the JAR in ra, size bytes long, as the JAR at p.
+func JARFactsOf(ra io.ReaderAt, size int64, p, native string) *JARFacts {
 	j := payload.Read(ra, size, p, payload.Options{Properties: true, Native: native, Providers: true})
 	f := toFacts(j)
 	if j.Err != nil {

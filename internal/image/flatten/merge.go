@@ -1,4 +1,4 @@
-package image
+package flatten
 
 import (
 	"archive/tar"
@@ -34,11 +34,11 @@ const (
 	contents                // keep its bytes (or, below the payload directories, its JAR facts)
 )
 
-// view is the image's file system merged from layer facts: a stand-in for
+// View is the image's file system merged from layer facts: a stand-in for
 // every kept file, the JAR facts by path.
-type view struct {
-	fsys memfs.FS
-	jars map[string]*jarFacts
+type View struct {
+	FS   memfs.FS
+	JARs map[string]*JARFacts
 }
 
 // flattener lays layers over each other, top to bottom, as a container
@@ -51,10 +51,10 @@ type flattener struct {
 	opaque map[string]bool // directories whose lower contents are hidden
 }
 
-// merge lays the layers' facts over each other, top to bottom.
-func merge(layers []*layerFacts) *view {
+// Merge lays the layers' facts over each other, top to bottom.
+func Merge(layers []*Facts) *View {
 	f := &flattener{fsys: memfs.FS{}, hidden: map[string]bool{}, whited: map[string]bool{}, opaque: map[string]bool{}}
-	v := &view{fsys: f.fsys, jars: map[string]*jarFacts{}}
+	v := &View{FS: f.fsys, JARs: map[string]*JARFacts{}}
 	for i := len(layers) - 1; i >= 0; i-- {
 		lf := layers[i]
 		for k := range lf.Nodes {
@@ -62,7 +62,7 @@ func merge(layers []*layerFacts) *view {
 			if f.shadowed(n.Name) {
 				continue
 			}
-			if e, ok := f.fsys[n.Name]; n.Implied || ok && e.Sys.(*node).Implied && n.Type != tar.TypeDir {
+			if e, ok := f.fsys[n.Name]; n.Implied || ok && e.Sys.(*Node).Implied && n.Type != tar.TypeDir {
 				// An implied directory decides nothing: a lower layer's
 				// entry for it gives its owner and mode, and what an upper
 				// layer put below it keeps it a directory.
@@ -77,7 +77,7 @@ func merge(layers []*layerFacts) *view {
 			}
 			f.fsys[n.Name] = n.file()
 			if n.JAR != nil {
-				v.jars[n.Name] = n.JAR
+				v.JARs[n.Name] = n.JAR
 			}
 		}
 		// What a layer hides applies to the layers below only.
@@ -92,8 +92,8 @@ func merge(layers []*layerFacts) *view {
 }
 
 // file is the node's stand-in in the merged view; Sys is the node.
-func (n *node) file() *memfs.File {
-	mf := &memfs.File{Mode: fs.FileMode(n.Mode) & fs.ModePerm, ModTime: epoch(n.ModTime), Sys: n}
+func (n *Node) file() *memfs.File {
+	mf := &memfs.File{Mode: fs.FileMode(n.Mode) & fs.ModePerm, ModTime: Epoch(n.ModTime), Sys: n}
 	switch n.Type {
 	case tar.TypeDir:
 		mf.Mode |= fs.ModeDir
@@ -134,27 +134,27 @@ func (f *flattener) shadowed(name string) bool {
 	}
 }
 
-// readJAR answers host.Gather from the facts: links are resolved in the
+// ReadJAR answers host.Gather from the facts: links are resolved in the
 // merged view, the JAR's facts are those its layer recorded.
-func (v *view) readJAR(fsys fs.FS, name string, opt payload.Options) *payload.JAR {
+func (v *View) ReadJAR(fsys fs.FS, name string, opt payload.Options) *payload.JAR {
 	target, info, err := rootfs.Resolve(fsys, name)
 	if err != nil || !info.Mode().IsRegular() {
 		return payload.Open(fsys, name, opt) // the same refusal, from the stand-ins
 	}
-	f := v.jars[target]
+	f := v.JARs[target]
 	if f == nil {
 		return payload.Open(fsys, name, opt) // a file outside the payload directories: a stand-in
 	}
-	j := f.jar("/"+name, "/"+target, opt.Properties)
+	j := f.JAR("/"+name, "/"+target, opt.Properties)
 	if opt.Native == "" {
 		j.ELF = nil // read for every JAR of the payload directories; asked for only of lib's
 	}
 	return j
 }
 
-// tarEntries yields the entries of a tar stream, front to back; a read error
+// Entries yields the entries of a tar stream, front to back; a read error
 // is yielded last.
-func tarEntries(tr *tar.Reader) iter.Seq2[*tar.Header, error] {
+func Entries(tr *tar.Reader) iter.Seq2[*tar.Header, error] {
 	return func(yield func(*tar.Header, error) bool) {
 		for {
 			h, err := tr.Next()
@@ -172,9 +172,9 @@ func tarEntries(tr *tar.Reader) iter.Seq2[*tar.Header, error] {
 	}
 }
 
-// clean makes a tar entry name relative to the root; a name that climbs
+// Clean makes a tar entry name relative to the root; a name that climbs
 // out of it is refused.
-func clean(name string) (string, error) {
+func Clean(name string) (string, error) {
 	if strings.ContainsRune(name, 0) {
 		return "", fmt.Errorf("%w: NUL byte in %q", ErrLayer, name)
 	}
@@ -190,5 +190,5 @@ func clean(name string) (string, error) {
 	return c, nil
 }
 
-// epoch is the time a baked layer's entries carry.
-func epoch(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
+// Epoch is the time a baked layer's entries carry.
+func Epoch(sec int64) time.Time { return time.Unix(sec, 0).UTC() }

@@ -1,8 +1,9 @@
-package image
+package flatten
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"maps"
 	"slices"
@@ -16,21 +17,27 @@ import (
 // maxReadings bounds how often one verdict reads an image's layers.
 const maxReadings = 3
 
-// readAll reads img's layers into facts, and returns them with their
-// merged view. The first reading keeps what the
-// configured payload directories hold. Links decide what a container
+// Read reads img's layers into facts, and returns them with their merged
+// view; sel says what the first reading keeps (NewSelection: what the
+// configured payload directories hold). Links decide what a container
 // really reads, and they are known only once the layers are merged: when
 // the merged view shows a payload directory reached through a link
 // (/opt/flink -> /opt/flink-2.2.1) or a JAR in one that links outside
 // (lib/x.jar -> ../opt/x.jar), the layers are read again keeping that too.
 // Images without such links are read once; the cache keeps each reading.
-func (o *run) readAll(ctx context.Context, img v1.Image, sel *selection) ([]*layerFacts, *view, error) {
+func Read(ctx context.Context, img v1.Image, sel *Selection, o Options) ([]*Facts, *View, error) {
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read image config: %w", err)
+	}
+	diffIDs := cfg.RootFS.DiffIDs
+	ls := o.layersOf(img, diffIDs)
 	for reading := 1; ; reading++ {
-		facts, err := o.readFacts(ctx, img, sel)
+		facts, err := o.readFacts(ctx, ls, len(diffIDs), sel)
 		if err != nil {
 			return nil, nil, err
 		}
-		v := merge(facts)
+		v := Merge(facts)
 		if reading == maxReadings {
 			return facts, v, nil
 		}
@@ -50,32 +57,32 @@ func (o *run) readAll(ctx context.Context, img v1.Image, sel *selection) ([]*lay
 // directory and link is kept (or implied), so a link that misses a
 // directory on the way is dangling in the image too and is left to
 // admission, as is a target still missing once kept.
-func (s *selection) widen(v *view) *selection {
+func (s *Selection) widen(v *View) *Selection {
 	dirs := slices.Clone(s.dirs)
 	for _, d := range s.dirs {
-		target, info, err := rootfs.Resolve(v.fsys, strings.TrimSuffix(d, "/"))
+		target, info, err := rootfs.Resolve(v.FS, strings.TrimSuffix(d, "/"))
 		if err == nil && info.IsDir() && !slices.Contains(dirs, target+"/") {
 			dirs = append(dirs, target+"/")
 		}
 	}
-	wider := &selection{dirs: dirs, small: maps.Clone(s.small), jars: maps.Clone(s.jars), native: s.native, libDirs: s.libDirs}
+	wider := &Selection{dirs: dirs, small: maps.Clone(s.small), jars: maps.Clone(s.jars), native: s.native, libDirs: s.libDirs}
 	if wider.jars == nil {
 		wider.jars = map[string]bool{}
 	}
 	grew := len(dirs) > len(s.dirs)
 	for name := range s.small {
 		var dangling *rootfs.DanglingError
-		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && dangling.Missing == dangling.Target && !wider.small[dangling.Target] {
+		if _, _, err := rootfs.Resolve(v.FS, name); errors.As(err, &dangling) && dangling.Missing == dangling.Target && !wider.small[dangling.Target] {
 			wider.small[dangling.Target] = true
 			grew = true
 		}
 	}
-	for name, f := range v.fsys {
+	for name, f := range v.FS {
 		if f.Mode&fs.ModeSymlink == 0 || !strings.HasSuffix(name, ".jar") || !wider.inDirs(name) {
 			continue
 		}
 		var dangling *rootfs.DanglingError
-		if _, _, err := rootfs.Resolve(v.fsys, name); errors.As(err, &dangling) && dangling.Missing == dangling.Target && !wider.jars[dangling.Target] && !wider.inDirs(dangling.Target) {
+		if _, _, err := rootfs.Resolve(v.FS, name); errors.As(err, &dangling) && dangling.Missing == dangling.Target && !wider.jars[dangling.Target] && !wider.inDirs(dangling.Target) {
 			wider.jars[dangling.Target] = true
 			grew = true
 		}
@@ -87,7 +94,7 @@ func (s *selection) widen(v *view) *selection {
 }
 
 // inDirs reports whether name is below one of the payload directories.
-func (s *selection) inDirs(name string) bool {
+func (s *Selection) inDirs(name string) bool {
 	for _, d := range s.dirs {
 		if strings.HasPrefix(name, d) {
 			return true
