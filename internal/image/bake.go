@@ -27,6 +27,7 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/admit"
 	"github.com/streamfusion/image-entrypoint/internal/baked"
 	"github.com/streamfusion/image-entrypoint/internal/host"
+	"github.com/streamfusion/image-entrypoint/internal/image/deep"
 	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/image/source"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
@@ -121,10 +122,10 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	}
 	r := &run{VerifyOptions: opt.Read}
 	if r.deepWanted(c) {
-		if r.keep, err = newJARCopies(r.TempDir, r.Budget); err != nil {
+		if r.keep, err = deep.NewCopies(r.TempDir, r.Budget); err != nil {
 			return nil, nil, err
 		}
-		defer r.keep.remove()
+		defer r.keep.Remove()
 	}
 	facts, baseView, err := flatten.Read(ctx, base, sel, r.flat())
 	if err != nil {
@@ -156,12 +157,12 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 	v := flatten.Merge(all)
 	if r.keep == nil && r.deepWanted(bc) {
 		// The base's settings did not ask for the deep check, the baked image's do.
-		if r.keep, err = newJARCopies(r.TempDir, r.Budget); err != nil {
+		if r.keep, err = deep.NewCopies(r.TempDir, r.Budget); err != nil {
 			return nil, nil, err
 		}
-		defer r.keep.remove()
+		defer r.keep.Remove()
 	}
-	d, err := r.deep(ctx, img, bakedCfg, all, v, bc.LibDir, bc.PluginsDir)
+	d, err := r.deep(ctx, img, all, v, bc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("verify the baked image: %w", err)
 	}

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"github.com/streamfusion/image-entrypoint/internal/image/deep"
 	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/image/layercache"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
@@ -9,6 +10,10 @@ import (
 // Update is the progress of one layer (flatten.Update); Op "deep" and
 // "classes" are the deep check's.
 type Update = flatten.Update
+
+// JobJAR is a JAR of this machine placed into an image's usrlib for the
+// deep check (deep.JobJAR).
+type JobJAR = deep.JobJAR
 
 // ErrLayer is returned, wrapped with the layer and entry, for layer
 // contents this tool will not trust.
@@ -45,7 +50,7 @@ type VerifyOptions struct {
 	// Verify or Bake returns, and their classes judged by the same code
 	// and rules as `streamfusion check` on a directory. An image whose config sets STREAMFUSION_LINKAGE=true
 	// is checked deep whatever Deep says, as its entrypoint would be at
-	// start. Images beyond the deep check's bounds fail with ErrDeepLimit.
+	// start. Images beyond the deep check's bounds fail with deep.ErrLimit.
 	Deep bool
 	// JobJARs are JARs of this machine placed into the image's usrlib for
 	// the check, as a session job's JAR is loaded (child-first over lib);
@@ -61,7 +66,7 @@ type VerifyOptions struct {
 // check is not deep).
 type run struct {
 	VerifyOptions
-	keep *jarCopies
+	keep *deep.Copies
 }
 
 // flat is how the run reads layers: with its options, handing every JAR
@@ -69,7 +74,7 @@ type run struct {
 func (o *run) flat() flatten.Options {
 	f := flatten.Options{Cache: o.Cache, Progress: o.Progress, TempDir: o.TempDir, Workers: o.Workers, Budget: o.Budget}
 	if o.keep != nil {
-		f.Keep = o.keep // never a nil *jarCopies in the interface
+		f.Keep = o.keep // never a nil *deep.Copies in the interface
 	}
 	return f
 }

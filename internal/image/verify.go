@@ -10,6 +10,7 @@ import (
 
 	"github.com/streamfusion/image-entrypoint/internal/admission"
 	"github.com/streamfusion/image-entrypoint/internal/admit"
+	"github.com/streamfusion/image-entrypoint/internal/image/deep"
 	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
@@ -60,16 +61,16 @@ func (o VerifyOptions) Verify(ctx context.Context, img v1.Image) (*Result, error
 			}
 			return decideCached(ctx, cfg, c, v, findings)
 		}
-		if r.keep, err = newJARCopies(o.TempDir, o.Budget); err != nil {
+		if r.keep, err = deep.NewCopies(o.TempDir, o.Budget); err != nil {
 			return nil, err
 		}
-		defer r.keep.remove()
+		defer r.keep.Remove()
 	}
 	facts, v, err := flatten.Read(ctx, img, sel, r.flat())
 	if err != nil {
 		return nil, err
 	}
-	d, err := r.deep(ctx, img, cfg, facts, v, c.LibDir, c.PluginsDir)
+	d, err := r.deep(ctx, img, facts, v, c)
 	if err != nil {
 		return nil, err
 	}
@@ -89,29 +90,18 @@ func (o VerifyOptions) deepWanted(c settings.Config) bool {
 }
 
 // deep returns the merged view with the bytes the deep check reads, or
-// nil when the check is not deep (no jarCopies were made).
-func (o *run) deep(ctx context.Context, img v1.Image, cfg *v1.ConfigFile, facts []*flatten.Facts, v *flatten.View, libDir, pluginsDir string) (*deepFS, error) {
+// nil when the check is not deep (no copies were made).
+func (o *run) deep(ctx context.Context, img v1.Image, facts []*flatten.Facts, v *flatten.View, c settings.Config) (*deep.FS, error) {
 	if o.keep == nil {
 		return nil, nil
 	}
-	layers, err := img.Layers()
-	if err != nil {
-		return nil, fmt.Errorf("list layers: %w", err)
-	}
-	if len(layers) != len(facts) || len(cfg.RootFS.DiffIDs) != len(layers) {
-		return nil, fmt.Errorf("%w: %d layers, %d diff IDs, %d read", ErrLayer, len(layers), len(cfg.RootFS.DiffIDs), len(facts))
-	}
-	diffIDs := make([]string, len(layers))
-	for i, id := range cfg.RootFS.DiffIDs {
-		diffIDs[i] = id.String()
-	}
-	return o.readDeep(ctx, layers, diffIDs, facts, v, libDir, pluginsDir)
+	return o.keep.Read(ctx, img, facts, v, c, o.JobJARs, o.Progress)
 }
 
 // decide runs the entrypoint's own check on a merged view, with the
 // image guard as the image's own rule; with d, the deep check too, on
 // the JARs' bytes d holds.
-func decide(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *flatten.View, d *deepFS, more ...admit.Rule) (*Result, error) {
+func decide(ctx context.Context, cfg *v1.ConfigFile, c settings.Config, v *flatten.View, d *deep.FS, more ...admit.Rule) (*Result, error) {
 	s := c.HostSettings(cfg.OS, cfg.Architecture)
 	s.ReadJAR = v.ReadJAR
 	s.ReadLibVersions = v.ReadLibVersions

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/streamfusion/image-entrypoint/internal/image/deep"
 	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/settings"
 )
@@ -70,8 +70,8 @@ type kept struct {
 	cfg   *v1.ConfigFile
 	c     settings.Config
 	v     *flatten.View
-	d     *deepFS
-	keep  *jarCopies
+	d     *deep.FS
+	keep  *deep.Copies
 	bytes int64
 }
 
@@ -87,7 +87,7 @@ func (vs *Views) Verify(ctx context.Context, o VerifyOptions, img v1.Image) (*Re
 		return nil, fmt.Errorf("image digest: %w", err)
 	}
 	k, err := vs.acquire(ctx, o, img, dg.String())
-	if errors.Is(err, ErrDeepLimit) {
+	if errors.Is(err, deep.ErrLimit) {
 		// The image alone is past a bound; with a job JAR replacing one
 		// of its JARs it may not be: the check without reuse decides.
 		return o.Verify(ctx, img)
@@ -158,7 +158,7 @@ func (vs *Views) release(k *kept) {
 	remove := k.gone && k.refs == 0
 	vs.mu.Unlock()
 	if remove {
-		k.keep.remove()
+		k.keep.Remove()
 	}
 }
 
@@ -181,7 +181,7 @@ func (vs *Views) drop(digest string) {
 		k.count = false
 	}
 	if k.refs == 0 {
-		k.keep.remove()
+		k.keep.Remove()
 	}
 }
 
@@ -228,43 +228,27 @@ func (o *run) prepare(ctx context.Context, img v1.Image, k *kept) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if o.keep, err = newJARCopies(o.TempDir, o.Budget); err != nil {
+	if o.keep, err = deep.NewCopies(o.TempDir, o.Budget); err != nil {
 		return err
 	}
 	k.keep = o.keep
 	facts, v, err := flatten.Read(ctx, img, flatten.NewSelection(c, cfg.Architecture), o.flat())
 	if err == nil {
-		k.d, err = o.deep(ctx, img, cfg, facts, v, c.LibDir, c.PluginsDir)
+		k.d, err = o.deep(ctx, img, facts, v, c)
 	}
 	if err != nil {
 		return err // the directory goes with k's release
 	}
 	k.cfg, k.c, k.v = cfg, c, v
-	for _, f := range k.d.files {
-		k.bytes += f.size
-	}
+	k.bytes = k.d.Bytes()
 	return nil
 }
 
 // verify runs the deep check of the kept image with o's job JARs on a
-// copy of its view, as Verify would on a fresh reading: the same JARs
-// counted against the same bounds, the job JARs placed as placeJobJARs
-// places them.
+// copy of its view, as Verify would on a fresh reading (deep.FS.With).
 func (k *kept) verify(ctx context.Context, o VerifyOptions) (*Result, error) {
-	v := &flatten.View{FS: maps.Clone(k.v.FS), JARs: maps.Clone(k.v.JARs)}
-	d := &deepFS{FS: v.FS, files: maps.Clone(k.d.files)}
-	names, usrlib := o.deepNames(k.v, k.c.LibDir, k.c.PluginsDir)
-	var b budget
-	for _, name := range names {
-		df, ok := k.d.files[name]
-		if !ok {
-			continue // not a layer's file: readDeep skips it too
-		}
-		if err := b.add(name, df.size, v.JARs[name].Entries); err != nil {
-			return nil, err
-		}
-	}
-	if err := o.placeJobJARs(d, v, usrlib, &b); err != nil {
+	d, v, err := k.d.With(k.v, k.c, o.JobJARs)
+	if err != nil {
 		return nil, err
 	}
 	return decide(ctx, k.cfg, k.c, v, d)

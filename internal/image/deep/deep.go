@@ -1,4 +1,4 @@
-package image
+package deep
 
 import (
 	"archive/tar"
@@ -25,11 +25,12 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
 	"github.com/streamfusion/image-entrypoint/internal/memfs"
 	"github.com/streamfusion/image-entrypoint/internal/rootfs"
+	"github.com/streamfusion/image-entrypoint/internal/settings"
 	"github.com/streamfusion/image-entrypoint/internal/spool"
 )
 
 // Bounds on what the deep check reads of one image. A hostile image (a
-// huge JAR, thousands of JARs) is refused with ErrDeepLimit, never read
+// huge JAR, thousands of JARs) is refused with ErrLimit, never read
 // into memory: the copies the first reading keeps stop at maxDeepBytes and
 // maxDeepJARs, and the JARs the check would open are counted against all
 // three bounds, from their facts, before any is opened or read again. The
@@ -43,8 +44,8 @@ const (
 	maxDeepEntries = 1 << 21 // central directory entries indexed: ~300 MB of indexes at most
 )
 
-// ErrDeepLimit marks an image (or job JARs) larger than the deep check reads.
-var ErrDeepLimit = errors.New("too large for the deep check")
+// ErrLimit marks an image (or job JARs) larger than the deep check reads.
+var ErrLimit = errors.New("too large for the deep check")
 
 // JobJAR is a JAR file on this machine placed into the image's usrlib
 // ($FLINK_HOME/usrlib/Name, beside lib) for the check only, as a session
@@ -57,12 +58,12 @@ type JobJAR struct {
 	Path string
 }
 
-// deepFS is the merged view with the bytes of the JARs the deep check
+// FS is the merged view with the bytes of the JARs the deep check
 // reads: opening (or describing) one of them answers from its copy on
 // disk, everything else from the view's stand-ins. host's deep gathering
 // opens JARs through it with payload.OpenArchive, as it opens a
 // container's.
-type deepFS struct {
+type FS struct {
 	memfs.FS
 	files map[string]diskFile // resolved name -> its bytes
 }
@@ -81,16 +82,16 @@ func (f diskFile) drop() {
 	}
 }
 
-var _ fs.ReadLinkFS = (*deepFS)(nil)
+var _ fs.ReadLinkFS = (*FS)(nil)
 
-// jarCopies keeps, while the layers are read for their facts, a copy of
+// Copies keeps, while the layers are read for their facts, a copy of
 // every JAR read (a layer's first entry of a name, the one the merged view
 // keeps) in a private temporary directory, so that the deep check reads
 // again only the layers the cache answered. It keeps at most maxDeepBytes
 // and maxDeepJARs; what it did not keep is read again, and bounded then.
 // Verify and Bake make one when the check is deep and remove its
 // directory, with every copy in it, before they return.
-type jarCopies struct {
+type Copies struct {
 	dir      string
 	budget   *spool.Budget
 	mu       sync.Mutex
@@ -104,17 +105,20 @@ type copyKey struct {
 	name  string
 }
 
-func newJARCopies(tempDir string, budget *spool.Budget) (*jarCopies, error) {
+// NewCopies makes a private directory below tempDir ("": os.TempDir)
+// for the copies, each reserved of budget (nil: unbounded) before it is
+// written.
+func NewCopies(tempDir string, budget *spool.Budget) (*Copies, error) {
 	dir, err := os.MkdirTemp(tempDir, "streamfusion-deep-*")
 	if err != nil {
 		return nil, fmt.Errorf("the deep check's temporary directory: %w", err)
 	}
-	return &jarCopies{dir: dir, budget: budget, files: map[copyKey]diskFile{}}, nil
+	return &Copies{dir: dir, budget: budget, files: map[copyKey]diskFile{}}, nil
 }
 
-// remove deletes the directory and every copy in it, and releases their
+// Remove deletes the directory and every copy in it, and releases their
 // reservations of the budget.
-func (k *jarCopies) remove() {
+func (k *Copies) Remove() {
 	if k == nil {
 		return
 	}
@@ -130,7 +134,7 @@ func (k *jarCopies) remove() {
 
 // reserve reserves size bytes of the budget for a copy below the
 // copies' directory, released by remove (or earlier by the copy's drop).
-func (k *jarCopies) reserve(ctx context.Context, size int64, what string) (func(), error) {
+func (k *Copies) reserve(ctx context.Context, size int64, what string) (func(), error) {
 	release, err := k.budget.Reserve(ctx, size, what)
 	if err != nil {
 		return nil, err
@@ -143,7 +147,7 @@ func (k *jarCopies) reserve(ctx context.Context, size int64, what string) (func(
 
 // Keep copies the JAR name of layer from ra, size bytes long (a
 // flatten.Keeper).
-func (k *jarCopies) Keep(ctx context.Context, layer int, name string, ra io.ReaderAt, size int64) error {
+func (k *Copies) Keep(ctx context.Context, layer int, name string, ra io.ReaderAt, size int64) error {
 	if k == nil {
 		return nil
 	}
@@ -177,7 +181,9 @@ func (k *jarCopies) Keep(ctx context.Context, layer int, name string, ra io.Read
 	return nil
 }
 
-func (d *deepFS) Open(name string) (fs.File, error) {
+// Open opens a copied JAR from disk, described as the image's file;
+// anything else from the view.
+func (d *FS) Open(name string) (fs.File, error) {
 	df, ok := d.files[name]
 	if !ok {
 		return d.FS.Open(name)
@@ -193,7 +199,8 @@ func (d *deepFS) Open(name string) (fs.File, error) {
 	return &diskOpen{File: f, info: info}, nil
 }
 
-func (d *deepFS) Lstat(name string) (fs.FileInfo, error) {
+// Lstat describes name as the view does, with a copied JAR's size.
+func (d *FS) Lstat(name string) (fs.FileInfo, error) {
 	info, err := d.FS.Lstat(name)
 	if df, ok := d.files[name]; ok && err == nil {
 		return sizedInfo{info, df.size}, nil
@@ -201,7 +208,8 @@ func (d *deepFS) Lstat(name string) (fs.FileInfo, error) {
 	return info, err
 }
 
-func (d *deepFS) Stat(name string) (fs.FileInfo, error) {
+// Stat is Lstat of where name leads.
+func (d *FS) Stat(name string) (fs.FileInfo, error) {
 	target, _, err := rootfs.Resolve(d.FS, name)
 	if err != nil {
 		return nil, err
@@ -210,7 +218,7 @@ func (d *deepFS) Stat(name string) (fs.FileInfo, error) {
 }
 
 // ReadFile reads a copied JAR from disk, anything else from the view.
-func (d *deepFS) ReadFile(name string) ([]byte, error) {
+func (d *FS) ReadFile(name string) ([]byte, error) {
 	target, _, err := rootfs.Resolve(d.FS, name)
 	if err != nil {
 		return nil, err
@@ -311,10 +319,10 @@ func listJARs(v *flatten.View, dir string) []listed {
 
 // deepNames returns the image's JARs the deep check opens (deepJARs)
 // less those a job JAR of the same name in usrlib replaces, and usrlib.
-func (o VerifyOptions) deepNames(v *flatten.View, libDir, pluginsDir string) ([]string, string) {
+func deepNames(v *flatten.View, libDir, pluginsDir string, jobs []JobJAR) ([]string, string) {
 	names := deepJARs(v, libDir, pluginsDir)
 	usrlib := path.Join(path.Dir(path.Clean(libDir)), "usrlib")
-	for _, j := range o.JobJARs {
+	for _, j := range jobs {
 		names = slices.DeleteFunc(names, func(n string) bool { return n == strings.TrimPrefix(path.Join(usrlib, j.Name), "/") })
 	}
 	return names, usrlib
@@ -329,28 +337,42 @@ func (b *budget) add(name string, size int64, entries int) error {
 	b.bytes += size
 	switch {
 	case b.jars > maxDeepJARs:
-		return fmt.Errorf("%w: more than %d JARs in lib, usrlib and plugins (at /%s)", ErrDeepLimit, maxDeepJARs, name)
+		return fmt.Errorf("%w: more than %d JARs in lib, usrlib and plugins (at /%s)", ErrLimit, maxDeepJARs, name)
 	case b.bytes > maxDeepBytes:
-		return fmt.Errorf("%w: the JARs of lib, usrlib and plugins hold more than %d bytes (at /%s, %d bytes)", ErrDeepLimit, int64(maxDeepBytes), name, size)
+		return fmt.Errorf("%w: the JARs of lib, usrlib and plugins hold more than %d bytes (at /%s, %d bytes)", ErrLimit, int64(maxDeepBytes), name, size)
 	case b.entries > maxDeepEntries:
-		return fmt.Errorf("%w: the JARs of lib, usrlib and plugins hold more than %d entries (at /%s, %d entries)", ErrDeepLimit, maxDeepEntries, name, entries)
+		return fmt.Errorf("%w: the JARs of lib, usrlib and plugins hold more than %d entries (at /%s, %d entries)", ErrLimit, maxDeepEntries, name, entries)
 	}
 	return nil
 }
 
-// readDeep finds the bytes of the JARs the deep check reads: for each,
-// the entry of the layer the merged view took it from (the topmost layer
-// writing the path, what whiteouts left). The copies the first reading
-// kept are used; the layers holding the others (those the cache answered)
-// are read again, front to back, each checked against its diff ID again,
-// and the wanted entries copied to the copies' directory. Copies nothing
-// wants are deleted at once. The job JARs are placed in usrlib (they stay
-// where they are on disk).
-func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string, facts []*flatten.Facts, v *flatten.View, libDir, pluginsDir string) (*deepFS, error) {
-	if o.keep == nil {
-		return nil, errors.New("the deep check has no directory to keep JARs in")
+// Read finds the bytes of the JARs the deep check reads in img, whose
+// layers' facts are facts and merged view v, for an image with settings
+// c: for each, the entry of the layer the merged view took it from (the
+// topmost layer writing the path, what whiteouts left). The copies the
+// first reading kept are used; the layers holding the others (those the
+// cache answered) are read again, front to back, each checked against its
+// diff ID again, and the wanted entries copied to the copies' directory.
+// Copies nothing wants are deleted at once. The job JARs are placed in
+// usrlib (they stay where they are on disk). progress, when set, is told
+// of each layer read again (Op "classes").
+//
+// It is long because it is the reading's steps in order (which layer each
+// JAR comes from, the bounds, the job JARs, the copies kept, the layers
+// read again), each a loop.
+func (k *Copies) Read(ctx context.Context, img v1.Image, facts []*flatten.Facts, v *flatten.View, c settings.Config, jobs []JobJAR, progress func(flatten.Update)) (*FS, error) {
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read image config: %w", err)
 	}
-	d := &deepFS{FS: v.FS, files: map[string]diskFile{}}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, fmt.Errorf("list layers: %w", err)
+	}
+	if len(layers) != len(facts) || len(cfg.RootFS.DiffIDs) != len(layers) {
+		return nil, fmt.Errorf("%w: %d layers, %d diff IDs, %d read", flatten.ErrLayer, len(layers), len(cfg.RootFS.DiffIDs), len(facts))
+	}
+	d := &FS{FS: v.FS, files: map[string]diskFile{}}
 	// Which layer each kept node came from.
 	from := map[*flatten.Node]int{}
 	for i, lf := range facts {
@@ -360,7 +382,7 @@ func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string,
 	}
 	var b budget
 	wanted := map[int]map[string]int64{} // layer -> name -> size
-	names, usrlib := o.deepNames(v, libDir, pluginsDir)
+	names, usrlib := deepNames(v, c.LibDir, c.PluginsDir, jobs)
 	for _, name := range names {
 		n, ok := v.FS[name].Sys.(*flatten.Node)
 		if !ok {
@@ -378,11 +400,11 @@ func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string,
 		}
 		wanted[i][name] = n.Size
 	}
-	if err := o.placeJobJARs(d, v, usrlib, &b); err != nil {
+	if err := placeJobJARs(jobs, d, v, usrlib, &b); err != nil {
 		return nil, err
 	}
-	o.keep.mu.Lock()
-	for key, df := range o.keep.files {
+	k.mu.Lock()
+	for key, df := range k.files {
 		if size, ok := wanted[key.layer][key.name]; ok && df.path != "" && df.size == size {
 			d.files[key.name] = df
 			delete(wanted[key.layer], key.name)
@@ -393,13 +415,13 @@ func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string,
 			df.drop()
 		}
 	}
-	clear(o.keep.files)
-	o.keep.mu.Unlock()
+	clear(k.files)
+	k.mu.Unlock()
 	for i := range layers {
 		if wanted[i] == nil {
 			continue
 		}
-		if err := o.copyJARs(ctx, d, layers, i, diffIDs[i], wanted[i]); err != nil {
+		if err := k.copyJARs(ctx, d, layers, i, cfg.RootFS.DiffIDs[i].String(), wanted[i], progress); err != nil {
 			return nil, err
 		}
 	}
@@ -411,7 +433,7 @@ func (o *run) readDeep(ctx context.Context, layers []v1.Layer, diffIDs []string,
 // It is long because it is one streaming pass over the layer's tar (its
 // progress, decompression, each wanted entry copied within the budget, the
 // layer's digest and what it no longer holds checked after), in order.
-func (o *run) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int, diffID string, wanted map[string]int64) error {
+func (k *Copies) copyJARs(ctx context.Context, d *FS, layers []v1.Layer, i int, diffID string, wanted map[string]int64, progress func(flatten.Update)) error {
 	name := diffID
 	if dg, err := layers[i].Digest(); err == nil {
 		name = dg.String()
@@ -419,13 +441,13 @@ func (o *run) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int,
 	fail := func(err error) error {
 		return fmt.Errorf("layer %d of %d (%s), the deep check's reading: %w", i+1, len(layers), name, err)
 	}
-	u := Update{Op: "classes", Layer: i + 1, Layers: len(layers), Digest: name}
+	u := flatten.Update{Op: "classes", Layer: i + 1, Layers: len(layers), Digest: name}
 	if size, err := layers[i].Size(); err == nil {
 		u.Total = size
 	}
-	report := func(u Update) {
-		if o.Progress != nil {
-			o.Progress(u)
+	report := func(u flatten.Update) {
+		if progress != nil {
+			progress(u)
 		}
 	}
 	report(u)
@@ -458,13 +480,13 @@ func (o *run) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int,
 			continue // the merged view keeps a layer's first entry of a name
 		}
 		if hd.Size != size {
-			return fail(fmt.Errorf("%w: /%s is %d bytes, %d when the layer was first read", ErrLayer, n, hd.Size, size))
+			return fail(fmt.Errorf("%w: /%s is %d bytes, %d when the layer was first read", flatten.ErrLayer, n, hd.Size, size))
 		}
-		release, err := o.keep.reserve(ctx, size, "/"+n+" (the deep check's copy)")
+		release, err := k.reserve(ctx, size, "/"+n+" (the deep check's copy)")
 		if err != nil {
 			return fail(err)
 		}
-		f, err := os.CreateTemp(o.keep.dir, "jar-*")
+		f, err := os.CreateTemp(k.dir, "jar-*")
 		if err != nil {
 			return fail(err)
 		}
@@ -482,12 +504,12 @@ func (o *run) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int,
 	}
 	if diffID != "" {
 		if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != diffID {
-			return fail(fmt.Errorf("%w: the layer's content is %s, its config says %s", ErrLayer, got, diffID))
+			return fail(fmt.Errorf("%w: the layer's content is %s, its config says %s", flatten.ErrLayer, got, diffID))
 		}
 	}
 	for n := range wanted {
 		if _, ok := d.files[n]; !ok {
-			return fail(fmt.Errorf("%w: /%s is no longer in the layer", ErrLayer, n))
+			return fail(fmt.Errorf("%w: /%s is no longer in the layer", flatten.ErrLayer, n))
 		}
 	}
 	u.Done, u.Finished = cr.N, true
@@ -495,10 +517,14 @@ func (o *run) copyJARs(ctx context.Context, d *deepFS, layers []v1.Layer, i int,
 	return nil
 }
 
+// jobJARMode is the mode a placed job JAR has in the view: the mode bake
+// gives payloads (image.PayloadMode), readable by every user.
+const jobJARMode = 0o644
+
 // placeJobJARs puts the job JARs into the view's usrlib (through its link,
 // when usrlib is one), read for their facts from where they are.
-func (o VerifyOptions) placeJobJARs(d *deepFS, v *flatten.View, usrlib string, b *budget) error {
-	if len(o.JobJARs) == 0 {
+func placeJobJARs(jobs []JobJAR, d *FS, v *flatten.View, usrlib string, b *budget) error {
+	if len(jobs) == 0 {
 		return nil
 	}
 	dir := strings.TrimPrefix(path.Clean("/"+usrlib), "/")
@@ -516,7 +542,7 @@ func (o VerifyOptions) placeJobJARs(d *deepFS, v *flatten.View, usrlib string, b
 	default:
 		return fmt.Errorf("job JARs: /%s in the image: %w", dir, err)
 	}
-	for _, j := range o.JobJARs {
+	for _, j := range jobs {
 		if j.Name == "" || strings.Contains(j.Name, "/") || !strings.HasSuffix(j.Name, ".jar") {
 			return fmt.Errorf("job JAR file name %q: want a plain *.jar name", j.Name)
 		}
@@ -542,9 +568,42 @@ func (o VerifyOptions) placeJobJARs(d *deepFS, v *flatten.View, usrlib string, b
 		if err := b.add(name, info.Size(), facts.Entries); err != nil {
 			return fmt.Errorf("job JAR %s: %w", j.Path, err)
 		}
-		v.FS[name] = &memfs.File{Mode: PayloadMode, ModTime: info.ModTime(), Sys: &flatten.Node{Name: name, Type: tar.TypeReg, Mode: PayloadMode, Size: info.Size()}}
+		v.FS[name] = &memfs.File{Mode: jobJARMode, ModTime: info.ModTime(), Sys: &flatten.Node{Name: name, Type: tar.TypeReg, Mode: jobJARMode, Size: info.Size()}}
 		v.JARs[name] = facts
 		d.files[name] = diskFile{path: abs, size: info.Size()}
 	}
 	return nil
+}
+
+// Bytes is the size of the JARs d holds on disk (the job JARs' included).
+func (d *FS) Bytes() int64 {
+	var n int64
+	for _, f := range d.files {
+		n += f.size
+	}
+	return n
+}
+
+// With is d and its view v with the job JARs placed in usrlib, as Read
+// would place them on a fresh reading: the same JARs counted against the
+// same bounds. d and v are not changed (a kept image's, checked with
+// other job JARs next).
+func (d *FS) With(v *flatten.View, c settings.Config, jobs []JobJAR) (*FS, *flatten.View, error) {
+	w := &flatten.View{FS: maps.Clone(v.FS), JARs: maps.Clone(v.JARs)}
+	e := &FS{FS: w.FS, files: maps.Clone(d.files)}
+	names, usrlib := deepNames(v, c.LibDir, c.PluginsDir, jobs)
+	var b budget
+	for _, name := range names {
+		df, ok := d.files[name]
+		if !ok {
+			continue // not a layer's file: Read skips it too
+		}
+		if err := b.add(name, df.size, w.JARs[name].Entries); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := placeJobJARs(jobs, e, w, usrlib, &b); err != nil {
+		return nil, nil, err
+	}
+	return e, w, nil
 }
