@@ -117,10 +117,8 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		return nil, nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	sel := flatten.NewSelection(c, cfg.Architecture)
-	if opt.DeepVerdict {
-		opt.Read.Deep = true
-	}
 	r := &run{VerifyOptions: opt.Read}
+	r.Deep = r.Deep || opt.DeepVerdict // the run's copy: opt is not written
 	if r.deepWanted(c) {
 		if r.keep, err = deep.NewCopies(r.TempDir, r.Budget); err != nil {
 			return nil, nil, err
@@ -203,7 +201,7 @@ func Bake(ctx context.Context, base v1.Image, opt BakeOptions) (v1.Image, *Resul
 		// verdict file in lib is no file of Flink's classpath, so the
 		// image's deep findings are the ones just reached.
 		if final, err := img.ConfigFile(); err == nil {
-			opt.Read.deepCacheFor(final).put(ctx, bakedCfg, bc, v, res)
+			r.deepCacheFor(final).put(ctx, bakedCfg, bc, v, res)
 		}
 	}
 	return img, res, nil
