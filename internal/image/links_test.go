@@ -4,27 +4,12 @@ import (
 	"context"
 	"testing"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
-	"github.com/streamfusion/image-entrypoint/internal/settings"
+	"github.com/streamfusion/image-entrypoint/internal/image/flatten/flattentest"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// mergedView reads the layers of img into facts and merges them, as
-// Verify and Bake do.
-func mergedView(t *testing.T, layers ...v1.Layer) *flatten.View {
-	t.Helper()
-	img, err := mutate.AppendLayers(empty.Image, layers...)
-	require.NoError(t, err)
-	_, v, err := flatten.Read(context.Background(), img, flatten.NewSelection(settings.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: settings.DefaultOriginal}, ""), flatten.Options{TempDir: t.TempDir()})
-	require.NoError(t, err)
-	return v
-}
 
 // Images whose links lead nowhere outside what the first reading keeps are
 // read once; a FLINK_HOME behind a link is read again, keeping its target.
@@ -76,7 +61,7 @@ func TestReadingsFollowLinks(t *testing.T) {
 // only implies has none, so it gets root's 0755 at the bake's epoch.
 func TestParentDirOfImpliedDirectory(t *testing.T) {
 	t.Parallel()
-	v := mergedView(t,
+	v := flattentest.View(t,
 		imagekit.Layer(imagekit.Entry{Name: "opt/flink", Dir: true, Mode: 0o775, UID: 9999, GID: 9999},
 			imagekit.Entry{Name: "srv/data/blob", Data: []byte("left out")}))
 	const sec = 1_700_000_000

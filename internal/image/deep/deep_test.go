@@ -1,32 +1,16 @@
 package deep
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"testing"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/streamfusion/image-entrypoint/internal/image/flatten"
-	"github.com/streamfusion/image-entrypoint/internal/settings"
+	"github.com/streamfusion/image-entrypoint/internal/image/flatten/flattentest"
 	"github.com/streamfusion/image-entrypoint/internal/testkit"
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// mergedView reads the layers into facts and merges them, as the image
-// tooling does before the deep check.
-func mergedView(t *testing.T, layers ...v1.Layer) *flatten.View {
-	t.Helper()
-	img, err := mutate.AppendLayers(empty.Image, layers...)
-	require.NoError(t, err)
-	_, v, err := flatten.Read(context.Background(), img, flatten.NewSelection(settings.Config{LibDir: "/opt/flink/lib", PluginsDir: "/opt/flink/plugins", Original: settings.DefaultOriginal}, ""), flatten.Options{TempDir: t.TempDir()})
-	require.NoError(t, err)
-	return v
-}
 
 // The bounds: a lib beyond them is refused before its bytes are copied.
 func TestDeepBudget(t *testing.T) {
@@ -59,7 +43,7 @@ func TestDeepJARsOfPlugins(t *testing.T) {
 	other := testkit.ClassJAR("", nil, nil)
 	dist := testkit.ClassJAR(testkit.Manifest("Implementation-Version", "2.2.0"), nil, nil)
 	e := func(name string, data []byte) imagekit.Entry { return imagekit.Entry{Name: name, Data: data} }
-	v := mergedView(t, imagekit.Layer(e("opt/flink/lib/flink-dist-2.2.0.jar", dist), e("opt/flink/usrlib/job.jar", other),
+	v := flattentest.View(t, imagekit.Layer(e("opt/flink/lib/flink-dist-2.2.0.jar", dist), e("opt/flink/usrlib/job.jar", other),
 		e("opt/flink/plugins/own/flink-own-2.2.0.jar", own), e("opt/flink/plugins/own/sub/other.jar", other),
 		e("opt/flink/plugins/acme/acme.jar", other), e("opt/flink/plugins/acme/flink-own-2.2.0.jar", own), e("opt/flink/plugins/loose.jar", other)))
 	got := deepJARs(v, "/opt/flink/lib", "/opt/flink/plugins")

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
+	"sync/atomic"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -17,23 +17,30 @@ import (
 	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 )
 
-// recorder keeps the layers read (not cached) and those from the cache.
-type recorder struct {
-	mu           sync.Mutex
-	read, cached []int
+// counts is how many layers a reading read and took from the cache.
+type counts struct{ read, cached atomic.Int32 }
+
+func (c *counts) progress(u Update) {
+	switch {
+	case !u.Finished:
+	case u.Cached:
+		c.cached.Add(1)
+	default:
+		c.read.Add(1)
+	}
 }
 
-func (r *recorder) progress(u Update) {
-	if !u.Finished {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if u.Cached {
-		r.cached = append(r.cached, u.Layer)
-	} else {
-		r.read = append(r.read, u.Layer)
-	}
+// testImage is a Flink image of the test distribution, with the selection
+// of its settings and its number of layers.
+func testImage(t *testing.T) (v1.Image, *Selection, []v1.Hash) {
+	t.Helper()
+	img, err := imagekit.Base{Dist: testkit.Good("2.2.1"), User: "9999"}.Image()
+	require.NoError(t, err)
+	cfg, err := img.ConfigFile()
+	require.NoError(t, err)
+	c, err := settings.FromEnv(cfg.Config.Env)
+	require.NoError(t, err)
+	return img, NewSelection(c, cfg.Architecture), cfg.RootFS.DiffIDs
 }
 
 // asJSON is the merged view as JSON: every stand-in and every JAR's facts.
@@ -53,47 +60,36 @@ func asJSON(t *testing.T, v *View) string {
 // cache agrees.
 func TestCacheAnswersKnownLayers(t *testing.T) {
 	t.Parallel()
-	img, err := imagekit.Base{Dist: testkit.Good("2.2.1"), User: "9999"}.Image()
+	img, sel, ids := testImage(t)
+	var first, again counts
+	o := Options{Cache: &layercache.Cache{Dir: t.TempDir()}, Progress: first.progress}
+	_, v1st, err := Read(context.Background(), img, sel, o)
 	require.NoError(t, err)
-	cfg, err := img.ConfigFile()
-	require.NoError(t, err)
-	sel := NewSelection(mustConfig(t, cfg.Config.Env), cfg.Architecture)
-	r := &recorder{}
-	o := Options{Cache: &layercache.Cache{Dir: t.TempDir()}, Progress: r.progress}
-	_, first, err := Read(context.Background(), img, sel, o)
-	require.NoError(t, err)
-	n := len(cfg.RootFS.DiffIDs)
-	assert.Len(t, r.read, n)
-	assert.Empty(t, r.cached)
+	assert.EqualValues(t, len(ids), first.read.Load())
+	assert.Zero(t, first.cached.Load())
 
-	r.read, r.cached = nil, nil
-	_, again, err := Read(context.Background(), noLayers{img}, sel, o)
+	o.Progress = again.progress
+	_, v2nd, err := Read(context.Background(), noLayers{img}, sel, o)
 	require.NoError(t, err, "the cache answers every layer: the layers are not listed")
-	assert.Empty(t, r.read)
-	assert.Len(t, r.cached, n)
-	assert.JSONEq(t, asJSON(t, first), asJSON(t, again))
+	assert.Zero(t, again.read.Load())
+	assert.EqualValues(t, len(ids), again.cached.Load())
+	assert.JSONEq(t, asJSON(t, v1st), asJSON(t, v2nd))
 
 	_, plain, err := Read(context.Background(), img, sel, Options{})
 	require.NoError(t, err)
-	assert.JSONEq(t, asJSON(t, first), asJSON(t, plain))
+	assert.JSONEq(t, asJSON(t, v1st), asJSON(t, plain))
 }
 
 // TestCacheIsNeverTrustedAcrossVersions: a record of another format
 // version under the key is ignored and the layer read again.
 func TestCacheIsNeverTrustedAcrossVersions(t *testing.T) {
 	t.Parallel()
-	img, err := imagekit.Base{Dist: testkit.Good("2.2.1"), User: "9999"}.Image()
-	require.NoError(t, err)
-	cfg, err := img.ConfigFile()
-	require.NoError(t, err)
-	sel := NewSelection(mustConfig(t, cfg.Config.Env), cfg.Architecture)
+	img, sel, ids := testImage(t)
 	cache := &layercache.Cache{Dir: t.TempDir()}
-	r := &recorder{}
-	o := Options{Cache: cache, Progress: r.progress}
-	_, want, err := Read(context.Background(), img, sel, o)
+	_, want, err := Read(context.Background(), img, sel, Options{Cache: cache})
 	require.NoError(t, err)
 
-	for _, d := range cfg.RootFS.DiffIDs {
+	for _, d := range ids {
 		key := cacheKey(d.String(), sel)
 		data, ok := cache.Get(key)
 		require.True(t, ok)
@@ -105,19 +101,12 @@ func TestCacheIsNeverTrustedAcrossVersions(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, cache.Put(key, data))
 	}
-	r.read, r.cached = nil, nil
-	_, got, err := Read(context.Background(), img, sel, o)
+	var n counts
+	_, got, err := Read(context.Background(), img, sel, Options{Cache: cache, Progress: n.progress})
 	require.NoError(t, err)
-	assert.Empty(t, r.cached)
-	assert.Len(t, r.read, len(cfg.RootFS.DiffIDs))
+	assert.Zero(t, n.cached.Load())
+	assert.EqualValues(t, len(ids), n.read.Load())
 	assert.JSONEq(t, asJSON(t, want), asJSON(t, got))
-}
-
-func mustConfig(t *testing.T, env []string) settings.Config {
-	t.Helper()
-	c, err := settings.FromEnv(env)
-	require.NoError(t, err)
-	return c
 }
 
 // noLayers is an image whose layers cannot be listed.
@@ -129,10 +118,7 @@ func (noLayers) Layers() ([]v1.Layer, error) { return nil, errors.New("the layer
 // the reading (no cache answers them) with why.
 func TestReadWithoutLayers(t *testing.T) {
 	t.Parallel()
-	img, err := imagekit.Base{Dist: testkit.Good("2.2.1"), User: "9999"}.Image()
-	require.NoError(t, err)
-	cfg, err := img.ConfigFile()
-	require.NoError(t, err)
-	_, _, err = Read(context.Background(), noLayers{img}, NewSelection(mustConfig(t, cfg.Config.Env), cfg.Architecture), Options{})
+	img, sel, _ := testImage(t)
+	_, _, err := Read(context.Background(), noLayers{img}, sel, Options{})
 	require.ErrorContains(t, err, "the layers were listed")
 }
