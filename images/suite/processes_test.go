@@ -143,8 +143,15 @@ func TestEveryProcessRuns(t *testing.T) {
 				t.Logf("sql-client.sh -f submitted its job (%s)", time.Since(start).Round(time.Millisecond))
 
 				// The same client with the old tunable: the crash of issue 29.
+				// The JVM dies of the SIGSEGV either at once (139, 128 +
+				// SIGSEGV) or through its fatal error handler, which
+				// reports the signal and then aborts (134, 128 + SIGABRT);
+				// which one varies from run to run.
 				code, out = exec("env", oldTunable, "/"+testkit.FlinkHome+"/bin/sql-client.sh", "-f", "/opt/tiny/tiny.sql")
-				assert.Equal(t, 139, code, "with %s the SQL client's JVM dies of SIGSEGV: %s", oldTunable, out)
+				assert.Contains(t, []int{134, 139}, code, "with %s the SQL client's JVM dies of SIGSEGV: %s", oldTunable, out)
+				if code == 134 {
+					assert.Contains(t, out, "SIGSEGV", "the JVM's fatal error report names the signal")
+				}
 				assert.NotRegexp(t, `Job ID`, out)
 			})
 
