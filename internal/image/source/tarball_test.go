@@ -3,6 +3,7 @@ package source
 import (
 	"archive/tar"
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +34,11 @@ func saved(t testing.TB, layers int64) []byte {
 // the layers, and each layer's bytes, uncompressed. Not the diff IDs:
 // go-containerregistry computes a compressed layer's from its bytes,
 // where this reader takes the config's and internal/image checks the
-// bytes against it as it reads the layer (ErrLayer).
+// bytes against it as it reads the layer (ErrLayer). Nor a layer stored
+// compressed where the first is not, or the other way round:
+// go-containerregistry takes every layer to be stored as the first is
+// (its areLayersCompressed peeks at the first only), where this reader
+// looks at each, as `docker load` does (TestOpenTarballReadsEachLayerAsStored).
 func same(t testing.TB, ours, theirs v1.Image) {
 	t.Helper()
 	oc, err := ours.RawConfigFile()
@@ -46,11 +52,22 @@ func same(t testing.TB, ours, theirs v1.Image) {
 	require.NoError(t, err)
 	require.Len(t, ol, len(tl))
 	for i := range ol {
+		if compressed(t, ol[i]) != compressed(t, ol[0]) {
+			continue
+		}
 		ob, oerr := uncompressed(ol[i])
 		tb, terr := uncompressed(tl[i])
 		require.Equal(t, terr == nil, oerr == nil, "layer %d read: go-containerregistry %v, this %v", i, terr, oerr)
 		require.True(t, bytes.Equal(tb, ob), "layer %d's bytes", i)
 	}
+}
+
+// compressed says whether this reader found a layer stored compressed.
+func compressed(t testing.TB, l v1.Layer) bool {
+	t.Helper()
+	mt, err := l.MediaType()
+	require.NoError(t, err)
+	return mt != types.DockerUncompressedLayer
 }
 
 func uncompressed(l v1.Layer) ([]byte, error) {
@@ -129,4 +146,61 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// A saved tarball may store one layer uncompressed and the next gzipped:
+// each is read as it is stored (as `docker load` does), not as the first
+// is (go-containerregistry's reader, which FuzzOpenTarball skips there).
+func TestOpenTarballReadsEachLayerAsStored(t *testing.T) {
+	t.Parallel()
+	var files []tarFile
+	var diffIDs []v1.Hash
+	var tars [][]byte
+	for i, gzipped := range []bool{false, true, false} {
+		l, err := random.Layer(512, types.DockerLayer)
+		require.NoError(t, err)
+		plain := must(uncompressed(l))
+		stored := plain
+		if gzipped {
+			stored = must(io.ReadAll(must(l.Compressed())))
+		}
+		files = append(files, tarFile{"layer" + strconv.Itoa(i), stored})
+		diffIDs = append(diffIDs, sha(plain))
+		tars = append(tars, plain)
+	}
+	cfg := must(json.Marshal(v1.ConfigFile{RootFS: v1.RootFS{Type: "layers", DiffIDs: diffIDs}}))
+	m := must(json.Marshal(tarball.Manifest{{Config: "config.json", Layers: []string{"layer0", "layer1", "layer2"}}}))
+	files = append(files, tarFile{"config.json", cfg}, tarFile{"manifest.json", m})
+	p := filepath.Join(t.TempDir(), "mixed.tar")
+	require.NoError(t, os.WriteFile(p, tarOf(t, files), 0o600))
+
+	img, err := openTarball(p)
+	require.NoError(t, err)
+	layers, err := img.Layers()
+	require.NoError(t, err)
+	require.Len(t, layers, 3)
+	for i, l := range layers {
+		b, err := uncompressed(l)
+		require.NoError(t, err, "layer %d", i)
+		assert.True(t, bytes.Equal(tars[i], b), "layer %d's bytes", i)
+	}
+	assert.Equal(t, []bool{false, true, false}, []bool{compressed(t, layers[0]), compressed(t, layers[1]), compressed(t, layers[2])})
+}
+
+type tarFile struct {
+	name string
+	data []byte
+}
+
+func tarOf(t *testing.T, files []tarFile) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	for _, f := range files {
+		require.NoError(t, tw.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(f.data))}))
+		_, err := tw.Write(f.data)
+		require.NoError(t, err)
+	}
+	require.NoError(t, tw.Close())
+	return b.Bytes()
 }
