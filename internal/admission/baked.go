@@ -90,7 +90,8 @@ func (v *view) bakedLinkage() *linkage {
 			usr[j.jar.Path] = true
 		}
 	}
-	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(jars), parentFirst: v.Deep.ParentFirst}
+	r := &resolver{cp: cp, packages: lazy(func() map[string]bool { return packages(jars) }), maxMajor: v.maxClassMajor(), line: v.line(),
+		hostPackages: lazy(func() map[string]bool { return hostPackages(jars) }), parentFirst: v.Deep.ParentFirst}
 	// Lib's shadowing within itself is the verdict's (its findings name
 	// lib's JARs, which this start keeps from the verdict): only usrlib's
 	// is looked for.

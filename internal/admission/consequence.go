@@ -133,7 +133,7 @@ func (r *resolver) hostProvides(class string) bool {
 	// (commons-lang3) is the JAR's to match, as the absent ones are (the
 	// Iceberg runtime's Parquet readers call a newer commons-lang3 than
 	// 2.0.0's on their own release too).
-	return hostAPI(class) || r.hostPackages[pkg(class)] && flinkOwn(class)
+	return hostAPI(class) || r.hostPackages()[pkg(class)] && flinkOwn(class)
 }
 
 // builtFor says which Flink a JAR whose code does not link against the

@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/streamfusion/image-entrypoint/internal/classfile"
 	"github.com/streamfusion/image-entrypoint/internal/jvm"
@@ -86,7 +87,8 @@ func (v *view) linkage() *linkage {
 			jars = append(jars, v.deepJAR(v.Usrlib[i], a, cp.Usrlib, true))
 		}
 	}
-	r := &resolver{cp: cp, packages: packages(jars), maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(jars), parentFirst: v.Deep.ParentFirst}
+	r := &resolver{cp: cp, packages: lazy(func() map[string]bool { return packages(jars) }), maxMajor: v.maxClassMajor(), line: v.line(),
+		hostPackages: lazy(func() map[string]bool { return hostPackages(jars) }), parentFirst: v.Deep.ParentFirst}
 	var judge []*deepJAR
 	for _, j := range jars {
 		if !j.host {
@@ -242,9 +244,9 @@ func (v *view) shadowFinding(winner, loser *deepJAR, names []string, where, how 
 // classes of non-host JARs.
 type resolver struct {
 	cp           *jvm.Classpath
-	hostPackages map[string]bool // packages the host's own JARs provide
-	packages     map[string]bool // packages some JAR on the classpath provides
-	parentFirst  []string        // usrlib's parent-first patterns (clusterProvided)
+	hostPackages func() map[string]bool // packages the host's own JARs provide (lazy)
+	packages     func() map[string]bool // packages some JAR on the classpath provides (lazy)
+	parentFirst  []string               // usrlib's parent-first patterns (clusterProvided)
 	maxMajor     int
 	line         string // the host's Flink line, for the fix
 	// dropped are the packages the flink-dist of another line carries
@@ -291,6 +293,11 @@ func packages(jars []*deepJAR) map[string]bool {
 	}
 	return out
 }
+
+// lazy makes a set at its first use: a package set of every class of
+// every JAR costs a map insert per class, and only a class that does not
+// load asks for one (most checks have none).
+func lazy(build func() map[string]bool) func() map[string]bool { return sync.OnceValue(build) }
 
 func pkg(name string) string {
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
@@ -534,7 +541,7 @@ func (r *resolver) classFailed(jd *judged, c *classfile.Class, e jvm.Edge, super
 // missing gathers what judgeMissing decides on for a class that c, a
 // reachable class of jd's JAR, cannot load.
 func (r *resolver) missing(jd *judged, c *classfile.Class, missing string) missingClass {
-	provided := r.packages[pkg(missing)] || hostAPI(missing)
+	provided := r.packages()[pkg(missing)] || hostAPI(missing)
 	_, dropped := r.dropped[pkg(missing)]
 	return missingClass{
 		Provided:        provided,

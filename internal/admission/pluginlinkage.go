@@ -66,16 +66,20 @@ func (v *view) judgePlugin(cp *jvm.Classpath, libJARs []*deepJAR, p DeepPlugin, 
 	}
 	// The packages the plugin's loader sees: its JARs', and lib's that
 	// the plugin parent-first patterns cover.
-	visible := packages(mine)
-	for _, d := range libJARs {
-		for name := range d.archive.Classes {
-			if l.ParentFirstFor(name) {
-				visible[pkg(name)] = true
+	visible := func() map[string]bool {
+		visible := packages(mine)
+		for _, d := range libJARs {
+			for name := range d.archive.Classes {
+				if l.ParentFirstFor(name) {
+					visible[pkg(name)] = true
+				}
 			}
 		}
+		return visible
 	}
-	r := &resolver{cp: cp, packages: visible, maxMajor: v.maxClassMajor(), line: v.line(), hostPackages: hostPackages(libJARs),
-		parentFirst: v.Deep.PluginParentFirst}
+	r := &resolver{cp: cp, packages: lazy(visible), maxMajor: v.maxClassMajor(), line: v.line(),
+		hostPackages: lazy(func() map[string]bool { return hostPackages(libJARs) }),
+		parentFirst:  v.Deep.PluginParentFirst}
 	r.dropped = v.droppedPackages(judge)
 	var fresh linkage
 	r.judge(judge, &fresh)

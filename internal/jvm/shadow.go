@@ -2,6 +2,7 @@ package jvm
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/streamfusion/image-entrypoint/internal/payload"
 )
@@ -27,77 +28,84 @@ func (cp *Classpath) Shadowed() (within, between []Hidden) { return cp.shadowed(
 // has to find, without sorting every class of lib.
 func (cp *Classpath) UsrlibShadowed() (within, between []Hidden) { return cp.shadowed(false) }
 
+// shadowed finds the hidden copies without sorting every class of every
+// JAR: a loader's index (Find's) already names the first JAR of each
+// class, so a copy is hidden where the index names another JAR. Only
+// what is hidden is sorted, and each JAR's pairs are put in the order a
+// pass over its classes in name order finds them (a pair's first class),
+// so the result does not depend on the maps' order.
 func (cp *Classpath) shadowed(lib bool) (within, between []Hidden) {
-	type pair struct{ winner, loser *payload.Archive }
-	byPair := map[pair]int{} // index into out
-	var out []Hidden
-	hide := func(w, l *payload.Archive, name string) {
-		k := pair{w, l}
-		i, ok := byPair[k]
-		if !ok {
-			i = len(out)
-			byPair[k] = i
-			out = append(out, Hidden{Winner: w, Loser: l})
-		}
-		out[i].Classes = append(out[i].Classes, name)
-	}
-	differ := func(a, b *payload.Archive, name string) bool {
-		x, y := a.Classes[name], b.Classes[name]
-		return x.CRC != y.CRC || x.Size != y.Size
-	}
 	for _, l := range []*Loader{cp.Lib, cp.Usrlib} {
 		if l == nil || (l == cp.Lib && !lib) {
 			continue
 		}
-		first := map[string]*payload.Archive{}
 		for _, a := range l.JARs {
 			if a == nil {
 				continue
 			}
-			for _, name := range sortedClasses(a) {
-				w, ok := first[name]
-				if !ok {
-					first[name] = a
-					continue
-				}
-				if differ(w, a, name) {
-					hide(w, a, name)
+			var p pairs
+			for name, x := range a.Classes {
+				if w := l.own(name); w != a && differs(x, w, name) {
+					p.hide(w, a, name)
 				}
 			}
+			within = append(within, p.found()...)
 		}
 	}
-	within = out
 	if cp.Usrlib == nil {
 		return within, nil
 	}
-	byPair, out = map[pair]int{}, nil
 	for _, a := range cp.Usrlib.JARs {
 		if a == nil {
 			continue
 		}
-		for _, name := range sortedClasses(a) {
-			if cp.Usrlib.Find(name) != a && !cp.Usrlib.ParentFirstFor(name) {
+		var p pairs
+		for name, x := range a.Classes {
+			parentFirst := cp.Usrlib.ParentFirstFor(name)
+			if !parentFirst && cp.Usrlib.own(name) != a {
 				continue // an earlier usrlib JAR's copy: within usrlib
 			}
 			la := cp.Lib.Find(name)
-			if la == nil || !differ(a, la, name) {
+			if la == nil || !differs(x, la, name) {
 				continue
 			}
-			if cp.Usrlib.ParentFirstFor(name) {
-				hide(la, a, name)
+			if parentFirst {
+				p.hide(la, a, name)
 			} else {
-				hide(a, la, name)
+				p.hide(a, la, name)
 			}
 		}
+		between = append(between, p.found()...)
 	}
-	return within, out
+	return within, between
 }
 
-func sortedClasses(a *payload.Archive) []string {
-	names := make([]string, 0, len(a.Classes))
-	for n := range a.Classes {
-		names = append(names, n)
+// differs says whether JAR b's copy of a class differs from x, another
+// JAR's (CRC and size of the central directory).
+func differs(x payload.ClassEntry, b *payload.Archive, name string) bool {
+	y := b.Classes[name]
+	return x.CRC != y.CRC || x.Size != y.Size
+}
+
+// pairs are the hidden classes of one JAR's pass, by the pair of JARs.
+type pairs struct{ out []Hidden }
+
+func (p *pairs) hide(w, l *payload.Archive, name string) {
+	for i := range p.out {
+		if p.out[i].Winner == w && p.out[i].Loser == l {
+			p.out[i].Classes = append(p.out[i].Classes, name)
+			return
+		}
 	}
-	slices.Sort(names)
-	return names
+	p.out = append(p.out, Hidden{Winner: w, Loser: l, Classes: []string{name}})
+}
+
+// found is the pairs with their classes in name order, ordered by their
+// first class: the order a pass in name order meets them.
+func (p *pairs) found() []Hidden {
+	for i := range p.out {
+		slices.Sort(p.out[i].Classes)
+	}
+	slices.SortFunc(p.out, func(x, y Hidden) int { return strings.Compare(x.Classes[0], y.Classes[0]) })
+	return p.out
 }
