@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -219,7 +220,7 @@ func BenchmarkSessionJobReview(b *testing.B) {
 		if reuse {
 			s := startServer(b, r.configWith(b, deep, ""), http.DefaultTransport)
 			s.postWithin(b, cluster, "30s")
-			reportFloor(b, perReview, func() { run(b, s) }, nil)
+			reportFloor(b, perReview, func() { run(b, s) }, nil, r.jars.URL+"/flink-sql-connector-kafka-5.0.0-2.2.jar")
 		}
 	}
 	b.Run("new-jar-known-image/reread", func(b *testing.B) { newJAR(b, false) })
@@ -253,7 +254,7 @@ func BenchmarkSessionJobReview(b *testing.B) {
 		b.Logf("budget %s: a review of a new %d MB job JAR, %s; at most 1.5 s", verdict, len(data)>>20, perReview.Round(time.Millisecond))
 		s := startServer(b, r.configWith(b, deep, ""), http.DefaultTransport)
 		s.postWithin(b, cluster, "30s")
-		reportFloor(b, perReview, func() { review(s) }, map[string]string{"/opt/flink/usrlib/" + name: file})
+		reportFloor(b, perReview, func() { review(s) }, map[string]string{"/opt/flink/usrlib/" + name: file}, big.URL+"/"+name)
 	}
 	// The same with a 43 MB job JAR: the real Kafka connector, its client
 	// and their libraries shaded into one (bench/compare/kafka-job.txt,
@@ -346,8 +347,10 @@ const floorBudget = 1.5
 // reports perReview over the floor's median, with a budget line. The
 // check's paths are the image's; the floor reads the same files from the
 // distribution and JAR caches the image was built from, or from files
-// (an image path to the file on this machine).
-func reportFloor(b *testing.B, perReview time.Duration, review func(), files map[string]string) {
+// (an image path to the file on this machine). It also times the JAR's
+// fetch from jarURL alone, as the webhook fetches it (to a file, its
+// digest taken): a part of every review the floor leaves out.
+func reportFloor(b *testing.B, perReview time.Duration, review func(), files map[string]string, jarURL string) {
 	classes, err := floor.Record(func() error { review(); return nil })
 	require.NoError(b, err)
 	require.NotEmpty(b, classes, "the review inflated no class")
@@ -380,4 +383,26 @@ func reportFloor(b *testing.B, perReview time.Duration, review func(), files map
 	}
 	b.Logf("budget %s: a review of a new job JAR, %s, over its floor (%d JARs' central directories, %d classes the check read, %.1f MB, inflated on %d cores) %s: %.2fx; at most %.1fx",
 		verdict, perReview.Round(time.Millisecond), read.JARs, read.Classes, float64(read.Inflated)/1e6, runtime.GOMAXPROCS(0), f.Round(time.Millisecond), ratio, floorBudget)
+	fetch := medianFetch(b, jarURL)
+	b.Logf("the JAR's fetch alone (to a file, its digest taken; not in the floor): %s, %.2fx the floor", fetch.Round(100*time.Microsecond), float64(fetch)/float64(f))
+}
+
+// medianFetch fetches the JAR at jarURL five times as the webhook does
+// (jobjar.Fetcher, unconditionally) and returns the median time.
+func medianFetch(b *testing.B, jarURL string) time.Duration {
+	u, err := url.Parse(jarURL)
+	require.NoError(b, err)
+	fetcher, err := jobjar.New(jobjar.Options{AnyHost: true, TempDir: b.TempDir()})
+	require.NoError(b, err)
+	var times []time.Duration
+	for range 5 {
+		start := time.Now()
+		jar, err := fetcher.Fetch(context.Background(), u, nil, false)
+		times = append(times, time.Since(start))
+		require.NoError(b, err)
+		require.NotEmpty(b, jar.SHA256)
+		require.NoError(b, jar.Close())
+	}
+	slices.Sort(times)
+	return times[len(times)/2]
 }
