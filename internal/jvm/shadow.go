@@ -33,7 +33,8 @@ func (cp *Classpath) UsrlibShadowed() (within, between []Hidden) { return cp.sha
 // class, so a copy is hidden where the index names another JAR. Only
 // what is hidden is sorted, and each JAR's pairs are put in the order a
 // pass over its classes in name order finds them (a pair's first class),
-// so the result does not depend on the maps' order.
+// so the result does not depend on the maps' order. The archives are
+// distinct (each JAR path is opened once); nil ones are skipped.
 func (cp *Classpath) shadowed(lib bool) (within, between []Hidden) {
 	for _, l := range []*Loader{cp.Lib, cp.Usrlib} {
 		if l == nil || (l == cp.Lib && !lib) {

@@ -44,6 +44,9 @@ func shadowedInNameOrder(cp *Classpath, lib bool) (within, between []Hidden) {
 		}
 		first := map[string]*payload.Archive{}
 		for _, a := range l.JARs {
+			if a == nil {
+				continue
+			}
 			for _, name := range sorted(a) {
 				if w, ok := first[name]; !ok {
 					first[name] = a
@@ -58,6 +61,9 @@ func shadowedInNameOrder(cp *Classpath, lib bool) (within, between []Hidden) {
 		return within, nil
 	}
 	for _, a := range cp.Usrlib.JARs {
+		if a == nil {
+			continue
+		}
 		for _, name := range sorted(a) {
 			pf := cp.Usrlib.ParentFirstFor(name)
 			if cp.Usrlib.Find(name) != a && !pf {
@@ -80,10 +86,14 @@ func shadowedInNameOrder(cp *Classpath, lib bool) (within, between []Hidden) {
 // Shadowed, which reads the loaders' indexes and sorts only what is
 // hidden, gives what the pass in name order gives, pairs and classes in
 // the same order, on classpaths of random overlapping JARs (same and
-// different copies, parent-first patterns, several usrlib JARs).
+// different copies, parent-first patterns, several usrlib JARs, JARs
+// that could not be opened).
 func TestShadowedAsInNameOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(39, 7))
 	jar := func() *payload.Archive {
+		if rng.IntN(8) == 0 {
+			return nil // a JAR that could not be opened
+		}
 		a := &payload.Archive{Classes: map[string]payload.ClassEntry{}}
 		for range rng.IntN(40) {
 			pkg := []string{"com/acme/", "org/apache/flink/", "org/apache/kafka/"}[rng.IntN(3)]
