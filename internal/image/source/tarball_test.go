@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/streamfusion/image-entrypoint/internal/testkit/imagekit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -153,7 +154,7 @@ func must[T any](v T, err error) T {
 // is (go-containerregistry's reader, which FuzzOpenTarball skips there).
 func TestOpenTarballReadsEachLayerAsStored(t *testing.T) {
 	t.Parallel()
-	var files []tarFile
+	var files []imagekit.Entry
 	var diffIDs []v1.Hash
 	var tars [][]byte
 	for i, gzipped := range []bool{false, true, false} {
@@ -164,15 +165,15 @@ func TestOpenTarballReadsEachLayerAsStored(t *testing.T) {
 		if gzipped {
 			stored = must(io.ReadAll(must(l.Compressed())))
 		}
-		files = append(files, tarFile{"layer" + strconv.Itoa(i), stored})
+		files = append(files, imagekit.Entry{Name: "layer" + strconv.Itoa(i), Data: stored, Mode: 0o644})
 		diffIDs = append(diffIDs, sha(plain))
 		tars = append(tars, plain)
 	}
 	cfg := must(json.Marshal(v1.ConfigFile{RootFS: v1.RootFS{Type: "layers", DiffIDs: diffIDs}}))
 	m := must(json.Marshal(tarball.Manifest{{Config: "config.json", Layers: []string{"layer0", "layer1", "layer2"}}}))
-	files = append(files, tarFile{"config.json", cfg}, tarFile{"manifest.json", m})
+	files = append(files, imagekit.Entry{Name: "config.json", Data: cfg, Mode: 0o644}, imagekit.Entry{Name: "manifest.json", Data: m, Mode: 0o644})
 	p := filepath.Join(t.TempDir(), "mixed.tar")
-	require.NoError(t, os.WriteFile(p, tarOf(t, files), 0o600))
+	require.NoError(t, os.WriteFile(p, must(uncompressed(imagekit.Layer(files...))), 0o600))
 
 	img, err := openTarball(p)
 	require.NoError(t, err)
@@ -185,22 +186,4 @@ func TestOpenTarballReadsEachLayerAsStored(t *testing.T) {
 		assert.True(t, bytes.Equal(tars[i], b), "layer %d's bytes", i)
 	}
 	assert.Equal(t, []bool{false, true, false}, []bool{compressed(t, layers[0]), compressed(t, layers[1]), compressed(t, layers[2])})
-}
-
-type tarFile struct {
-	name string
-	data []byte
-}
-
-func tarOf(t *testing.T, files []tarFile) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	tw := tar.NewWriter(&b)
-	for _, f := range files {
-		require.NoError(t, tw.WriteHeader(&tar.Header{Name: f.name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(f.data))}))
-		_, err := tw.Write(f.data)
-		require.NoError(t, err)
-	}
-	require.NoError(t, tw.Close())
-	return b.Bytes()
 }
